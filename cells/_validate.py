@@ -1,0 +1,66 @@
+"""Checks of the arguments of every public function, done before any compiled code runs.
+
+Errors name the argument, say what was expected and what was given: a TypeError for a wrong
+kind of object or dtype, a ValueError for a wrong shape or value.
+"""
+import numpy as np
+
+REAL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+# scipy's BLAS takes 32-bit int sizes: every matrix dimension handed to it must fit.
+MAX_GEMM_DIM = 2**31 - 1
+
+
+def real_arrays(**arrays):
+    """Check that every non-None argument is a float32 or float64 ndarray, all of one dtype.
+
+    Returns that dtype. No array is converted: a list, an integer array or a mix of float32 and
+    float64 is a TypeError naming the argument.
+    """
+    dtype = None
+    first = None
+    for name, a in arrays.items():
+        if a is None:
+            continue
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+        if a.dtype not in REAL_DTYPES:
+            raise TypeError(f"{name}: expected dtype float32 or float64, got {a.dtype}")
+        if dtype is None:
+            dtype, first = a.dtype, name
+        elif a.dtype != dtype:
+            raise TypeError(
+                f"{name}: expected dtype {dtype} (the dtype of {first}), got {a.dtype}"
+            )
+    return dtype
+
+
+def shape(name, a, expected, meaning):
+    """Check that a.shape == expected; `meaning` spells the shape in libnd4j's names."""
+    if a.shape != tuple(expected):
+        raise ValueError(f"{name}: expected shape {tuple(expected)} = {meaning}, got {a.shape}")
+
+
+def ndim(name, a, n, meaning):
+    """Check a's rank before its sizes are read."""
+    if a.ndim != n:
+        raise ValueError(f"{name}: expected a {n}-d array {meaning}, got shape {a.shape}")
+
+
+def flag(name, value):
+    """A bool option: True or False, nothing else."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
+def gemm_dims(**dims):
+    """Check that sizes handed to BLAS fit its 32-bit ints."""
+    for name, n in dims.items():
+        if n > MAX_GEMM_DIM:
+            raise ValueError(f"{name} = {n} is larger than BLAS's 32-bit limit {MAX_GEMM_DIM}")
+
+
+def flat(a):
+    """a as a flat C-ordered view (a copy only when `a` is not C-contiguous); None stays None."""
+    return None if a is None else np.ascontiguousarray(a).reshape(-1)

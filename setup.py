@@ -1,0 +1,90 @@
+"""Build the Cython extensions of `cells`.
+
+OpenMP is probed by compiling and linking a tiny program with the extension compiler; where that
+fails (or CELLS_NO_OPENMP=1 is set) the extensions are built single-threaded, with a warning.
+"""
+import os
+import sys
+import tempfile
+import textwrap
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+OPENMP_PROBE = textwrap.dedent(
+    """
+    #include <omp.h>
+    int main(void) {
+        int n = 0;
+        #pragma omp parallel reduction(+:n)
+        n += 1;
+        return n > 0 ? 0 : 1;
+    }
+    """
+)
+
+# -fno-wrapv undoes Python's -fwrapv, which stops gcc from vectorising loops over int indices.
+# -fno-trapping-math lets gcc if-convert clamps; neither changes the value of any IEEE operation.
+EXTRA_COMPILE_ARGS = ["-O3", "-fno-wrapv", "-fno-trapping-math"]
+
+
+def compiler_has_openmp(compiler):
+    """True when `compiler` compiles and links an OpenMP program with -fopenmp."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source = os.path.join(tmp, "probe.c")
+        with open(source, "w") as f:
+            f.write(OPENMP_PROBE)
+        try:
+            objects = compiler.compile([source], output_dir=tmp, extra_postargs=["-fopenmp"])
+            compiler.link_executable(objects, os.path.join(tmp, "probe"), extra_postargs=["-fopenmp"])
+        except Exception:
+            return False
+    return True
+
+
+class BuildExt(build_ext):
+    """build_ext that adds -fopenmp when the compiler supports it."""
+
+    def build_extensions(self):
+        if os.environ.get("CELLS_NO_OPENMP") == "1":
+            print("cells: CELLS_NO_OPENMP=1, building without OpenMP (single-threaded kernels)")
+            openmp = []
+        elif compiler_has_openmp(self.compiler):
+            openmp = ["-fopenmp"]
+        else:
+            print(
+                "cells: WARNING: the compiler cannot build OpenMP programs; "
+                "building single-threaded kernels",
+                file=sys.stderr,
+            )
+            openmp = []
+        for ext in self.extensions:
+            ext.extra_compile_args = EXTRA_COMPILE_ARGS + openmp
+            ext.extra_link_args = openmp
+        super().build_extensions()
+
+
+def extension(name):
+    return Extension(
+        f"cells.{name}",
+        [f"cells/{name}.pyx"],
+        include_dirs=["include", numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+
+
+setup(
+    ext_modules=cythonize(
+        [extension("_openmp"), extension("_blas"), extension("_gru")],
+        compiler_directives={
+            "language_level": 3,
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    ),
+    cmdclass={"build_ext": BuildExt},
+)
