@@ -11,16 +11,17 @@ REAL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 MAX_GEMM_DIM = 2**31 - 1
 
 
-def real_arrays(**arrays):
-    """Check that every non-None argument is a float32 or float64 ndarray, all of one dtype.
+def real_arrays(optional=(), **arrays):
+    """Check that every argument is a float32 or float64 ndarray, all of one dtype; the names in
+    `optional` may also be None.
 
-    Returns that dtype. No array is converted: a list, an integer array or a mix of float32 and
-    float64 is a TypeError naming the argument.
+    Returns that dtype. No array is converted: a list, None for a required array, an integer
+    array or a mix of float32 and float64 is a TypeError naming the argument.
     """
     dtype = None
     first = None
     for name, a in arrays.items():
-        if a is None:
+        if a is None and name in optional:
             continue
         if not isinstance(a, np.ndarray):
             raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")

@@ -58,9 +58,8 @@ def gruCellBp(x, hI, Wx, Wh, b, dLdh, *, linear_before_reset=False, n_threads=No
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     _check_ranks(x, hI, x_ndim=2)
-    dims = _check_gru(x[None], hI, Wx, Wh, b, dLdh=dLdh)
-    if dLdh is None:
-        raise TypeError("dLdh: expected a numpy.ndarray [bS, nOut], got None")
+    dims = _check_gru(x[None], hI, Wx, Wh, b)
+    check.real_arrays(x=x, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, dLdhI, dLdWx, dLdWh, dLdb = _backward(
         dims, x[None], hI, Wx, Wh, b, lbr, None, dLdh[None], None, None,
@@ -163,7 +162,7 @@ def _check_ranks(x, hI, x_ndim):
 
 def _check_gru(x, hI, Wx, Wh, b, **grads):
     """Check the weights against x [sL, bS, nIn] and hI [bS, nOut]; return (sL, bS, nIn, nOut)."""
-    check.real_arrays(x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
+    check.real_arrays(optional=grads, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
     sL, bS, nIn = x.shape
     nOut = hI.shape[1]
     check.shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
@@ -197,7 +196,7 @@ def _check_workspace(ws, dims, dtype, lbr):
 def _block_to_gru(x, hLast, Wru, Wc, bru, bc, **grads):
     """Validate the block cell's arguments and lay its weights out as gruCell's
     (reset-before, one bias): Wx = [Wru | Wc] over the x rows, Wh likewise over the h rows."""
-    check.real_arrays(x=x, hLast=hLast, Wru=Wru, Wc=Wc, bru=bru, bc=bc, **grads)
+    check.real_arrays(optional=grads, x=x, hLast=hLast, Wru=Wru, Wc=Wc, bru=bru, bc=bc, **grads)
     check.ndim("x", x, 2, "[bS, nIn]")
     check.ndim("hLast", hLast, 2, "[bS, nOut]")
     (bS, nIn), nOut = x.shape, hLast.shape[1]
