@@ -3,6 +3,7 @@
 OpenMP is probed by compiling and linking a tiny program with the extension compiler; where that
 fails (or CELLS_NO_OPENMP=1 is set) the extensions are built single-threaded, with a warning.
 """
+import glob
 import os
 import sys
 import tempfile
@@ -71,6 +72,7 @@ def extension(name):
         f"cells.{name}",
         [f"cells/{name}.pyx"],
         include_dirs=["include", numpy.get_include()],
+        depends=glob.glob("include/cells/*.h"),  # rebuild when the gate math changes
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
 

@@ -16,7 +16,7 @@ from cython.parallel cimport parallel
 from cells._blas cimport real, gemm, gemm_part
 from cells._openmp cimport cells_barrier, cells_num_threads, cells_thread_num, part_start
 from cells._gru_gates cimport (
-    bp_state, lbr_bp_reset, lbr_step, rb_bp_reset, rb_gates, rb_state,
+    bp_state_row, lbr_bp_reset_row, lbr_row, rb_bp_reset_row, rb_gates_row, rb_state_row,
 )
 
 cdef enum:
@@ -40,18 +40,18 @@ cdef inline void forward_step_lbr(
         ) noexcept nogil:
     """Linear-before-reset, units [j0, j1):
     r = σ(zr), u = σ(zu), hc = hPrev·Wh_c + bh_c, c = tanh(xc + r∘hc), h = (1-u)∘c + u∘hPrev."""
-    cdef Py_ssize_t G = 3 * nOut, k, b, j
+    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, k, b
+    cdef const real *zx
+    cdef real *zh
+    cdef real *g
     for k in range(3):
-        gemm(False, False, bS, j1 - j0, nOut, 1, hPrev, nOut, Wh + k * nOut + j0, G,
+        gemm(False, False, bS, n, nOut, 1, hPrev, nOut, Wh + k * nOut + j0, G,
              0, gh + k * nOut + j0, G)
     for b in range(bS):
-        for j in range(j0, j1):
-            hc[b * nOut + j] = gh[b * G + 2 * nOut + j] + bhc[j]
-            lbr_step(gx[b * G + j] + gh[b * G + j],
-                     gx[b * G + nOut + j] + gh[b * G + nOut + j],
-                     gx[b * G + 2 * nOut + j], hc[b * nOut + j], hPrev[b * nOut + j],
-                     &gates[b * G + j], &gates[b * G + nOut + j], &gates[b * G + 2 * nOut + j],
-                     &h[b * nOut + j])
+        zx, zh, g = gx + b * G + j0, gh + b * G + j0, gates + b * G + j0
+        lbr_row(n, zx, zx + nOut, zx + 2 * nOut, zh, zh + nOut, zh + 2 * nOut, bhc + j0,
+                hPrev + b * nOut + j0, g, g + nOut, g + 2 * nOut, hc + b * nOut + j0,
+                h + b * nOut + j0)
 
 
 cdef inline void forward_step_rb(
@@ -66,23 +66,23 @@ cdef inline void forward_step_rb(
         ) noexcept nogil:
     """Reset-before, units [j0, j1): r, u = σ(zr), σ(zu); then, once every thread has written its
     part of r∘hPrev, c = tanh(zc + (r∘hPrev)·Wh_c) and h = (1-u)∘c + u∘hPrev."""
-    cdef Py_ssize_t G = 3 * nOut, k, b, j
+    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, k, b
+    cdef const real *zx
+    cdef real *zh
+    cdef real *g
     for k in range(2):
-        gemm(False, False, bS, j1 - j0, nOut, 1, hPrev, nOut, Wh + k * nOut + j0, G,
+        gemm(False, False, bS, n, nOut, 1, hPrev, nOut, Wh + k * nOut + j0, G,
              0, gh + k * nOut + j0, G)
     for b in range(bS):
-        for j in range(j0, j1):
-            rb_gates(gx[b * G + j] + gh[b * G + j], gx[b * G + nOut + j] + gh[b * G + nOut + j],
-                     hPrev[b * nOut + j],
-                     &gates[b * G + j], &gates[b * G + nOut + j], &rh[b * nOut + j])
+        zx, zh, g = gx + b * G + j0, gh + b * G + j0, gates + b * G + j0
+        rb_gates_row(n, zx, zx + nOut, zh, zh + nOut, hPrev + b * nOut + j0,
+                     g, g + nOut, rh + b * nOut + j0)
     cells_barrier()
-    gemm(False, False, bS, j1 - j0, nOut, 1, rh, nOut, Wh + 2 * nOut + j0, G,
-         0, gh + 2 * nOut + j0, G)
+    gemm(False, False, bS, n, nOut, 1, rh, nOut, Wh + 2 * nOut + j0, G, 0, gh + 2 * nOut + j0, G)
     for b in range(bS):
-        for j in range(j0, j1):
-            rb_state(gx[b * G + 2 * nOut + j] + gh[b * G + 2 * nOut + j],
-                     gates[b * G + nOut + j], hPrev[b * nOut + j],
-                     &gates[b * G + 2 * nOut + j], &h[b * nOut + j])
+        zx, zh, g = gx + b * G + j0, gh + b * G + j0, gates + b * G + j0
+        rb_state_row(n, zx + 2 * nOut, zh + 2 * nOut, g + nOut, hPrev + b * nOut + j0,
+                     g + 2 * nOut, h + b * nOut + j0)
 
 
 cdef void forward(
@@ -147,21 +147,20 @@ cdef inline void backward_step_lbr(
         ) noexcept nogil:
     """Linear-before-reset, units [j0, j1), given g = dh + dLdh:
     dzc, dzu, dzr and dhc = dzc∘r; then dL/dhPrev = g∘u + [dzr | dzu | dhc]·Whᵀ."""
-    cdef Py_ssize_t G = 3 * nOut, b, j, e
+    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, b, e
+    cdef const real *g
+    cdef real *d
     for b in range(bS):
-        for j in range(j0, j1):
-            e = b * nOut + j
-            bp_state(dh[e] + (dLdh[e] if dLdh != NULL else 0),
-                     dLdg[b * G + nOut + j] if dLdg != NULL else 0,
-                     dLdg[b * G + 2 * nOut + j] if dLdg != NULL else 0,
-                     gates[b * G + nOut + j], gates[b * G + 2 * nOut + j], hPrev[e],
-                     &dz[b * G + nOut + j], &dz[b * G + 2 * nOut + j], &dh[e])
-            lbr_bp_reset(dz[b * G + 2 * nOut + j], dLdg[b * G + j] if dLdg != NULL else 0,
-                         gates[b * G + j], hc[e],
-                         &dz[b * G + j], &dhc[e])
+        e, g, d = b * nOut + j0, gates + b * G + j0, dz + b * G + j0
+        bp_state_row(n, dLdh + e if dLdh != NULL else NULL,
+                     dLdg + b * G + j0 + nOut if dLdg != NULL else NULL,
+                     dLdg + b * G + j0 + 2 * nOut if dLdg != NULL else NULL,
+                     g + nOut, g + 2 * nOut, hPrev + e, d + nOut, d + 2 * nOut, dh + e)
+        lbr_bp_reset_row(n, d + 2 * nOut, dLdg + b * G + j0 if dLdg != NULL else NULL,
+                         g, hc + e, d, dhc + e)
     cells_barrier()  # every thread's dzr, dzu, dhc are in place
-    gemm(False, True, bS, j1 - j0, 2 * nOut, 1, dz, G, Wh + j0 * G, G, 1, dh + j0, nOut)
-    gemm(False, True, bS, j1 - j0, nOut, 1, dhc, nOut, Wh + j0 * G + 2 * nOut, G, 1, dh + j0, nOut)
+    gemm(False, True, bS, n, 2 * nOut, 1, dz, G, Wh + j0 * G, G, 1, dh + j0, nOut)
+    gemm(False, True, bS, n, nOut, 1, dhc, nOut, Wh + j0 * G + 2 * nOut, G, 1, dh + j0, nOut)
 
 
 cdef inline void backward_step_rb(
@@ -178,26 +177,23 @@ cdef inline void backward_step_rb(
         ) noexcept nogil:
     """Reset-before, units [j0, j1), given g = dh + dLdh: dzc, dzu; a = dzc·Wh_cᵀ;
     dzr = a∘hPrev∘r∘(1-r); dL/dhPrev = g∘u + a∘r + [dzr | dzu]·Wh_ruᵀ."""
-    cdef Py_ssize_t G = 3 * nOut, b, j, e
+    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, b, e
+    cdef const real *g
+    cdef real *d
     for b in range(bS):
-        for j in range(j0, j1):
-            e = b * nOut + j
-            bp_state(dh[e] + (dLdh[e] if dLdh != NULL else 0),
-                     dLdg[b * G + nOut + j] if dLdg != NULL else 0,
-                     dLdg[b * G + 2 * nOut + j] if dLdg != NULL else 0,
-                     gates[b * G + nOut + j], gates[b * G + 2 * nOut + j], hPrev[e],
-                     &dz[b * G + nOut + j], &dz[b * G + 2 * nOut + j], &dh[e])
+        e, g, d = b * nOut + j0, gates + b * G + j0, dz + b * G + j0
+        bp_state_row(n, dLdh + e if dLdh != NULL else NULL,
+                     dLdg + b * G + j0 + nOut if dLdg != NULL else NULL,
+                     dLdg + b * G + j0 + 2 * nOut if dLdg != NULL else NULL,
+                     g + nOut, g + 2 * nOut, hPrev + e, d + nOut, d + 2 * nOut, dh + e)
     cells_barrier()  # every thread's dzc is in place
-    gemm(False, True, bS, j1 - j0, nOut, 1, dz + 2 * nOut, G, Wh + j0 * G + 2 * nOut, G,
-         0, a + j0, nOut)
+    gemm(False, True, bS, n, nOut, 1, dz + 2 * nOut, G, Wh + j0 * G + 2 * nOut, G, 0, a + j0, nOut)
     for b in range(bS):
-        for j in range(j0, j1):
-            e = b * nOut + j
-            rb_bp_reset(a[e], dLdg[b * G + j] if dLdg != NULL else 0, gates[b * G + j], hPrev[e],
-                        &dz[b * G + j], &dh[e])
-            rh[e] = gates[b * G + j] * hPrev[e]
+        e, g, d = b * nOut + j0, gates + b * G + j0, dz + b * G + j0
+        rb_bp_reset_row(n, a + e, dLdg + b * G + j0 if dLdg != NULL else NULL, g, hPrev + e,
+                        d, dh + e, rh + e)
     cells_barrier()  # every thread's dzr is in place
-    gemm(False, True, bS, j1 - j0, 2 * nOut, 1, dz, G, Wh + j0 * G, G, 1, dh + j0, nOut)
+    gemm(False, True, bS, n, 2 * nOut, 1, dz, G, Wh + j0 * G, G, 1, dh + j0, nOut)
 
 
 cdef inline void sum_hprev_products(

@@ -265,3 +265,44 @@ def test_gru_time_loop_step_by_step_equals_cells_cell(lbr, two_biases):
     for t in range(x.shape[0]):
         h = cells.gruCell(x[t], h, Wx, Wh, b, linear_before_reset=lbr)[1]
         assert_close(hs[t], h, F64_TOL, f"h[{t}]")
+
+
+
+def test_gru_time_loop_float32_saturated_gates(lbr, two_biases):
+    """float32 gates use cells' own exp (include/cells/common.h). With weights of scale 2 the
+    pre-activations span about ±15, saturating many gates: values and gradients still match the
+    float64 reference to the float32 tolerances."""
+    rng = np.random.default_rng(2702)
+    x, hI, Wx, Wh, b, dLdh, dLdhLast = round32(
+        make_seq_problem(rng, 6, 4, 13, 10, two_biases, scale=2.0))
+    fwd_tol, grad_tol = _tols(np.float32)
+    h_ref, gates_ref = gru_time_loop_forward(x, hI, Wx, Wh, b, lbr)
+    h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, linear_before_reset=lbr, return_workspace=True)
+    assert_close(h, h_ref, fwd_tol, "h", np.float32)
+    assert_close(ws.gates, gates_ref, fwd_tol, "gates", np.float32)
+    assert np.mean(1 - np.abs(2 * gates_ref[..., :20] - 1) < 1e-4) > 0.05  # r, u near 0 or 1
+    ref = gru_time_loop_backward(x, hI, Wx, Wh, b, dLdh, dLdhLast, lbr)
+    grads = cells.gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhLast, workspace=ws,
+                                linear_before_reset=lbr)
+    for name, g, r in zip(NAMES5, grads, ref):
+        assert_close(g, r, grad_tol, name, np.float32)
+
+
+def test_float32_activations_over_the_whole_range():
+    """σ and tanh in float32, on pre-activations that are exact in float32 (x = 1, hI = 0, so
+    z = Wx's entries), from 0 to far past where e^z overflows: within 3e-7 of the float64 values
+    everywhere (cells' exp has about 1 ulp of relative error), and finite."""
+    z = np.concatenate([np.linspace(-100, 100, 801), [-1e30, -1e4, -88.7, -87.5, 88.5, 89.0, 1e4,
+                                                      1e30, 0.0, 1e-30]]).astype(np.float32)
+    n = z.size
+    x = np.ones((1, 1), np.float32)
+    Wx = np.concatenate([z, z[::-1], z])[None, :]
+    zero_h = np.zeros((1, n), np.float32)
+    gates, _ = cells.gruCell(x, zero_h, Wx, np.zeros((n, 3 * n), np.float32),
+                             np.zeros(3 * n, np.float32))
+    z64 = z.astype(np.float64)
+    with np.errstate(over="ignore"):
+        sigma = 1 / (1 + np.exp(-z64))
+    expected = np.concatenate([sigma, sigma[::-1], np.tanh(z64)])
+    assert np.all(np.isfinite(gates))
+    np.testing.assert_allclose(gates[0], expected, rtol=0, atol=3e-7)

@@ -61,3 +61,81 @@ CELLS_FN void FN(gru_lbr_bp_reset)(REAL dzc, REAL dLdr, REAL r, REAL hc, REAL *d
     *dhc = dzc * r;
     *dzr = (dzc * hc + dLdr) * r * (1 - r);
 }
+
+/* Row loops: one batch row, n units, for the CPU time loops (cells/_gru.pyx). Each gate block is
+ * its own pointer, already offset to the first unit; no two overlap, so the loops vectorise. Pointers marked "or NULL" mean a zero gradient. */
+
+CELLS_FN void FN(gru_lbr_row)(
+        ptrdiff_t n,
+        const REAL *CELLS_RESTRICT xr, const REAL *CELLS_RESTRICT xu,
+        const REAL *CELLS_RESTRICT xc,   /* x·Wx + bx (+ bh_r, bh_u) */
+        const REAL *CELLS_RESTRICT hr, const REAL *CELLS_RESTRICT hu,
+        const REAL *CELLS_RESTRICT hh,   /* hPrev·Wh */
+        const REAL *CELLS_RESTRICT bhc, const REAL *CELLS_RESTRICT hPrev,
+        REAL *CELLS_RESTRICT r, REAL *CELLS_RESTRICT u, REAL *CELLS_RESTRICT c,
+        REAL *CELLS_RESTRICT hc, REAL *CELLS_RESTRICT h) {
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j) {
+        hc[j] = hh[j] + bhc[j];
+        FN(gru_lbr_step)(xr[j] + hr[j], xu[j] + hu[j], xc[j], hc[j], hPrev[j],
+                         &r[j], &u[j], &c[j], &h[j]);
+    }
+}
+
+CELLS_FN void FN(gru_rb_gates_row)(
+        ptrdiff_t n,
+        const REAL *CELLS_RESTRICT xr, const REAL *CELLS_RESTRICT xu,
+        const REAL *CELLS_RESTRICT hr, const REAL *CELLS_RESTRICT hu,
+        const REAL *CELLS_RESTRICT hPrev,
+        REAL *CELLS_RESTRICT r, REAL *CELLS_RESTRICT u, REAL *CELLS_RESTRICT rh) {
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        FN(gru_rb_gates)(xr[j] + hr[j], xu[j] + hu[j], hPrev[j], &r[j], &u[j], &rh[j]);
+}
+
+CELLS_FN void FN(gru_rb_state_row)(
+        ptrdiff_t n,
+        const REAL *CELLS_RESTRICT xc, const REAL *CELLS_RESTRICT hh,  /* x·Wx_c + b, (r∘hPrev)·Wh_c */
+        const REAL *CELLS_RESTRICT u, const REAL *CELLS_RESTRICT hPrev,
+        REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        FN(gru_rb_state)(xc[j] + hh[j], u[j], hPrev[j], &c[j], &h[j]);
+}
+
+/* dh: in, dL/dh from the later steps; out, the direct part g∘u of dL/dhPrev. */
+CELLS_FN void FN(gru_bp_state_row)(
+        ptrdiff_t n,
+        const REAL *CELLS_RESTRICT dLdh,                                /* or NULL */
+        const REAL *CELLS_RESTRICT dLdu, const REAL *CELLS_RESTRICT dLdc, /* or NULL */
+        const REAL *CELLS_RESTRICT u, const REAL *CELLS_RESTRICT c,
+        const REAL *CELLS_RESTRICT hPrev,
+        REAL *CELLS_RESTRICT dzu, REAL *CELLS_RESTRICT dzc, REAL *CELLS_RESTRICT dh) {
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        FN(gru_bp_state)(dh[j] + (dLdh ? dLdh[j] : 0), dLdu ? dLdu[j] : 0, dLdc ? dLdc[j] : 0,
+                         u[j], c[j], hPrev[j], &dzu[j], &dzc[j], &dh[j]);
+}
+
+/* Reset-before: a = dL/d(r∘hPrev); also keeps rh = r∘hPrev for dL/dWh_c. */
+CELLS_FN void FN(gru_rb_bp_reset_row)(
+        ptrdiff_t n,
+        const REAL *CELLS_RESTRICT a, const REAL *CELLS_RESTRICT dLdr, /* dLdr or NULL */
+        const REAL *CELLS_RESTRICT r, const REAL *CELLS_RESTRICT hPrev,
+        REAL *CELLS_RESTRICT dzr, REAL *CELLS_RESTRICT dh, REAL *CELLS_RESTRICT rh) {
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j) {
+        FN(gru_rb_bp_reset)(a[j], dLdr ? dLdr[j] : 0, r[j], hPrev[j], &dzr[j], &dh[j]);
+        rh[j] = r[j] * hPrev[j];
+    }
+}
+
+CELLS_FN void FN(gru_lbr_bp_reset_row)(
+        ptrdiff_t n,
+        const REAL *CELLS_RESTRICT dzc, const REAL *CELLS_RESTRICT dLdr, /* dLdr or NULL */
+        const REAL *CELLS_RESTRICT r, const REAL *CELLS_RESTRICT hc,
+        REAL *CELLS_RESTRICT dzr, REAL *CELLS_RESTRICT dhc) {
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        FN(gru_lbr_bp_reset)(dzc[j], dLdr ? dLdr[j] : 0, r[j], hc[j], &dzr[j], &dhc[j]);
+}
