@@ -30,6 +30,17 @@
 #define CELLS_SIMD
 #endif
 
+/* Row loops (host only) are compiled for AVX-512 and AVX2 as well as the portable baseline, and
+ * the loader picks the best the CPU has (GCC function multi-versioning; -march=native is not
+ * needed, and a wheel built on one x86-64 machine still runs on any other). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(__CUDACC__)
+#define CELLS_ROW static __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
+                                                      "default"))) void
+#else
+#define CELLS_ROW CELLS_FN void
+#endif
+
 /* The float whose IEEE-754 bits are `bits`. */
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 CELLS_FN float cells_float_from_bits(int bits) { return __int_as_float(bits); }

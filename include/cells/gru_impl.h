@@ -65,7 +65,7 @@ CELLS_FN void FN(gru_lbr_bp_reset)(REAL dzc, REAL dLdr, REAL r, REAL hc, REAL *d
 /* Row loops: one batch row, n units, for the CPU time loops (cells/_gru.pyx). Each gate block is
  * its own pointer, already offset to the first unit; no two overlap, so the loops vectorise. Pointers marked "or NULL" mean a zero gradient. */
 
-CELLS_FN void FN(gru_lbr_row)(
+CELLS_ROW FN(gru_lbr_row)(
         ptrdiff_t n,
         const REAL *CELLS_RESTRICT xr, const REAL *CELLS_RESTRICT xu,
         const REAL *CELLS_RESTRICT xc,   /* x·Wx + bx (+ bh_r, bh_u) */
@@ -82,7 +82,7 @@ CELLS_FN void FN(gru_lbr_row)(
     }
 }
 
-CELLS_FN void FN(gru_rb_gates_row)(
+CELLS_ROW FN(gru_rb_gates_row)(
         ptrdiff_t n,
         const REAL *CELLS_RESTRICT xr, const REAL *CELLS_RESTRICT xu,
         const REAL *CELLS_RESTRICT hr, const REAL *CELLS_RESTRICT hu,
@@ -93,7 +93,7 @@ CELLS_FN void FN(gru_rb_gates_row)(
         FN(gru_rb_gates)(xr[j] + hr[j], xu[j] + hu[j], hPrev[j], &r[j], &u[j], &rh[j]);
 }
 
-CELLS_FN void FN(gru_rb_state_row)(
+CELLS_ROW FN(gru_rb_state_row)(
         ptrdiff_t n,
         const REAL *CELLS_RESTRICT xc, const REAL *CELLS_RESTRICT hh,  /* x·Wx_c + b, (r∘hPrev)·Wh_c */
         const REAL *CELLS_RESTRICT u, const REAL *CELLS_RESTRICT hPrev,
@@ -104,7 +104,7 @@ CELLS_FN void FN(gru_rb_state_row)(
 }
 
 /* dh: in, dL/dh from the later steps; out, the direct part g∘u of dL/dhPrev. */
-CELLS_FN void FN(gru_bp_state_row)(
+CELLS_ROW FN(gru_bp_state_row)(
         ptrdiff_t n,
         const REAL *CELLS_RESTRICT dLdh,                                /* or NULL */
         const REAL *CELLS_RESTRICT dLdu, const REAL *CELLS_RESTRICT dLdc, /* or NULL */
@@ -118,7 +118,7 @@ CELLS_FN void FN(gru_bp_state_row)(
 }
 
 /* Reset-before: a = dL/d(r∘hPrev); also keeps rh = r∘hPrev for dL/dWh_c. */
-CELLS_FN void FN(gru_rb_bp_reset_row)(
+CELLS_ROW FN(gru_rb_bp_reset_row)(
         ptrdiff_t n,
         const REAL *CELLS_RESTRICT a, const REAL *CELLS_RESTRICT dLdr, /* dLdr or NULL */
         const REAL *CELLS_RESTRICT r, const REAL *CELLS_RESTRICT hPrev,
@@ -130,7 +130,7 @@ CELLS_FN void FN(gru_rb_bp_reset_row)(
     }
 }
 
-CELLS_FN void FN(gru_lbr_bp_reset_row)(
+CELLS_ROW FN(gru_lbr_bp_reset_row)(
         ptrdiff_t n,
         const REAL *CELLS_RESTRICT dzc, const REAL *CELLS_RESTRICT dLdr, /* dLdr or NULL */
         const REAL *CELLS_RESTRICT r, const REAL *CELLS_RESTRICT hc,
