@@ -77,9 +77,13 @@ def extension(name):
     )
 
 
+# Every cells/_*.pyx is an extension module: the OpenMP and BLAS layers and one kernel module per
+# cell family.
+KERNEL_MODULES = sorted(os.path.basename(p)[:-4] for p in glob.glob("cells/_*.pyx"))
+
 setup(
     ext_modules=cythonize(
-        [extension("_openmp"), extension("_blas"), extension("_gru")],
+        [extension(name) for name in KERNEL_MODULES],
         compiler_directives={
             "language_level": 3,
             "boundscheck": False,

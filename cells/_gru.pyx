@@ -8,124 +8,130 @@ blocks (r, u, c). Every array is C-contiguous; shapes are given at each pointer.
 
 Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its block of each of the
 r, u, c column blocks) and runs a single-threaded BLAS product for just those columns, then the
-point functions of include/cells/gru.h for just those elements. Threads meet at a barrier only
+row functions of include/cells/gru.h for just those elements. Threads meet at a barrier only
 where a product needs columns that other threads wrote.
+
+Sequences: row b runs its first len_b = seq_len[b] steps (all sL without seq_len); at loop step t
+it processes time index tau = step_time(t, len_b, forward) (cells/_loops.pxd). Arrays indexed by
+time ([sL, bS, ...]) are tau-indexed; the per-step scratch ([2, bS, ...], double-buffered by the
+parity of t, so that no thread overwrites what another still multiplies) is in loop order.
 """
 from cython.parallel cimport parallel
+from libc.stdint cimport int64_t
 
 from cells._blas cimport real, gemm, gemm_part
-from cells._openmp cimport cells_barrier, cells_num_threads, cells_thread_num, part_start
 from cells._gru_gates cimport (
     bp_state_row, lbr_bp_reset_row, lbr_row, rb_bp_reset_row, rb_gates_row, rb_state_row,
 )
+from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
+from cells._openmp cimport cells_barrier, cells_num_threads, cells_thread_num, part_start
 
 cdef enum:
     UNIT_ALIGN = 8  # units per thread block are a multiple of this (vector-aligned rows)
+
+
+cdef inline const real *prev_state(Py_ssize_t t, Py_ssize_t b, Py_ssize_t length, bint forward,
+                                   Py_ssize_t bS, Py_ssize_t nOut,
+                                   const real *hI,    # [bS, nOut]
+                                   const real *h,     # [sL, bS, nOut]  the outputs, tau-indexed
+                                   ) noexcept nogil:
+    """The state row b entered loop step t with: hI at its first step, else its output at the
+    time index it processed one step earlier."""
+    if t == 0:
+        return hI + b * nOut
+    return h + (step_time(t - 1, length, forward) * bS + b) * nOut
 
 
 # ---------------------------------------------------------------------------------------------
 # Forward
 # ---------------------------------------------------------------------------------------------
 
-cdef inline void forward_step_lbr(
-        Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t j0, Py_ssize_t j1,
-        const real *gx,     # [bS, G]     x·Wx + bx (+ bh_r, bh_u) of this step
-        const real *hPrev,  # [bS, nOut]  the state entering this step
-        const real *Wh,     # [nOut, G]
-        const real *bhc,    # [nOut]      bh_c, the recurrent candidate bias
-        real *gh,           # [bS, G]     scratch: hPrev·Wh
-        real *gates,        # [bS, G]     out: r, u, c
-        real *hc,           # [bS, nOut]  out: hPrev·Wh_c + bh_c
-        real *h,            # [bS, nOut]  out: the new state
-        ) noexcept nogil:
-    """Linear-before-reset, units [j0, j1):
-    r = σ(zr), u = σ(zu), hc = hPrev·Wh_c + bh_c, c = tanh(xc + r∘hc), h = (1-u)∘c + u∘hPrev."""
-    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, k, b
-    cdef const real *zx
-    cdef real *zh
-    cdef real *g
-    for k in range(3):
-        gemm(False, False, bS, n, nOut, 1, hPrev, nOut, Wh + k * nOut + j0, G,
-             0, gh + k * nOut + j0, G)
-    for b in range(bS):
-        zx, zh, g = gx + b * G + j0, gh + b * G + j0, gates + b * G + j0
-        lbr_row(n, zx, zx + nOut, zx + 2 * nOut, zh, zh + nOut, zh + 2 * nOut, bhc + j0,
-                hPrev + b * nOut + j0, g, g + nOut, g + 2 * nOut, hc + b * nOut + j0,
-                h + b * nOut + j0)
-
-
-cdef inline void forward_step_rb(
-        Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t j0, Py_ssize_t j1,
-        const real *gx,     # [bS, G]     x·Wx + bx + bh of this step
-        const real *hPrev,  # [bS, nOut]
-        const real *Wh,     # [nOut, G]
-        real *gh,           # [bS, G]     scratch: hPrev·Wh_ru, then (r∘hPrev)·Wh_c
-        real *rh,           # [bS, nOut]  scratch: r∘hPrev, shared by all threads
-        real *gates,        # [bS, G]     out: r, u, c
-        real *h,            # [bS, nOut]  out
-        ) noexcept nogil:
-    """Reset-before, units [j0, j1): r, u = σ(zr), σ(zu); then, once every thread has written its
-    part of r∘hPrev, c = tanh(zc + (r∘hPrev)·Wh_c) and h = (1-u)∘c + u∘hPrev."""
-    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, k, b
-    cdef const real *zx
-    cdef real *zh
-    cdef real *g
-    for k in range(2):
-        gemm(False, False, bS, n, nOut, 1, hPrev, nOut, Wh + k * nOut + j0, G,
-             0, gh + k * nOut + j0, G)
-    for b in range(bS):
-        zx, zh, g = gx + b * G + j0, gh + b * G + j0, gates + b * G + j0
-        rb_gates_row(n, zx, zx + nOut, zh, zh + nOut, hPrev + b * nOut + j0,
-                     g, g + nOut, rh + b * nOut + j0)
-    cells_barrier()
-    gemm(False, False, bS, n, nOut, 1, rh, nOut, Wh + 2 * nOut + j0, G, 0, gh + 2 * nOut + j0, G)
-    for b in range(bS):
-        zx, zh, g = gx + b * G + j0, gh + b * G + j0, gates + b * G + j0
-        rb_state_row(n, zx + 2 * nOut, zh + 2 * nOut, g + nOut, hPrev + b * nOut + j0,
-                     g + 2 * nOut, h + b * nOut + j0)
-
-
 cdef void forward(
         bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
-        const real *x,      # [sL, bS, nIn]
-        const real *hI,     # [bS, nOut]
-        const real *Wx,     # [nIn, G]
-        const real *Wh,     # [nOut, G]
-        const real *bx,     # [G]         every bias that is a plain sum (see cells/gru.py)
-        const real *bhc,    # [nOut]      lbr: bh_c; unused for reset-before
-        real *gx,           # [sL, bS, G] scratch: x·Wx + bx for all steps
-        real *gh,           # [bS, G]     scratch
-        real *rh,           # [bS, nOut]  scratch (reset-before)
-        real *gates,        # [sL, bS, G] out when ws_t = 1, else [bS, G] scratch: r, u, c
-        real *hc,           # [sL, bS, nOut] out when ws_t = 1, else [bS, nOut] scratch (lbr)
-        Py_ssize_t ws_t,    # 1 keeps every step's gates and hc (training), 0 overwrites them
-        real *h,            # [sL, bS, nOut] out: the state after every step
+        const real *x,          # [sL, bS, nIn]
+        const real *hI,         # [bS, nOut]
+        const real *Wx,         # [nIn, G]
+        const real *Wh,         # [nOut, G]
+        const real *bx,         # [G]         every bias that is a plain sum (see cells/gru.py)
+        const real *bhc,        # [nOut]      lbr: bh_c; unused for reset-before
+        const int64_t *seq_len,  # [bS]       or NULL: every row runs sL steps
+        bint fwd,               # False: each row's valid steps run in reverse time order
+        real *gx,               # [sL, bS, G] scratch: x·Wx + bx for all steps
+        real *gh,               # [bS, G]     scratch: the step's recurrent products
+        real *rh,               # [bS, nOut]  scratch (reset-before): r∘hPrev
+        real *state,            # [2, bS, nOut] scratch: the state entering / leaving the step
+        real *gates,            # [sL, bS, G] out when ws_t = 1, else [1, bS, G] scratch: r, u, c
+        real *hc,               # [sL, bS, nOut] out when ws_t = 1, else [1, bS, nOut] (lbr)
+        Py_ssize_t ws_t,        # 1 keeps every step's gates and hc (training), 0 overwrites them
+        real *h,                # [sL, bS, nOut] out: every state, 0 after a row's last step
         int n_threads) noexcept nogil:
-    cdef Py_ssize_t G = 3 * nOut, j0, j1, k, i, j, t
-    cdef const real *hPrev
+    cdef Py_ssize_t G = 3 * nOut, n, j0, j1, k, i, j, b, t, tau, length
+    cdef real *cur
+    cdef real *nxt
+    cdef real *zh
+    cdef real *g
+    cdef const real *zx
     cdef int part, nparts
     with parallel(num_threads=n_threads):
         part = cells_thread_num()
         nparts = cells_num_threads()
         j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
         j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        n = j1 - j0
         # The input projection of every step at once: gx = x·Wx + bx, this thread's columns.
         for k in range(3):
-            gemm(False, False, sL * bS, j1 - j0, nIn, 1, x, nIn, Wx + k * nOut + j0, G,
+            gemm(False, False, sL * bS, n, nIn, 1, x, nIn, Wx + k * nOut + j0, G,
                  0, gx + k * nOut + j0, G)
         for i in range(sL * bS):
             for k in range(3):
                 for j in range(k * nOut + j0, k * nOut + j1):
                     gx[i * G + j] += bx[j]
+        for b in range(bS):
+            copy_units(n, hI + b * nOut + j0, state + b * nOut + j0)
+        cells_barrier()  # the initial state is complete before any thread multiplies it
+
         for t in range(sL):
-            hPrev = hI if t == 0 else <const real *>(h + (t - 1) * bS * nOut)
-            if lbr:
-                forward_step_lbr(bS, nOut, j0, j1, gx + t * bS * G, hPrev, Wh, bhc, gh,
-                                 gates + ws_t * t * bS * G, hc + ws_t * t * bS * nOut,
-                                 h + t * bS * nOut)
-            else:
-                forward_step_rb(bS, nOut, j0, j1, gx + t * bS * G, hPrev, Wh, gh, rh,
-                                gates + ws_t * t * bS * G, h + t * bS * nOut)
+            cur = state + (t % 2) * bS * nOut
+            nxt = state + ((t + 1) % 2) * bS * nOut
+            # gh = cur·Wh: r, u (and, linear-before-reset, c) columns of this thread.
+            for k in range(3 if lbr else 2):
+                gemm(False, False, bS, n, nOut, 1, cur, nOut, Wh + k * nOut + j0, G,
+                     0, gh + k * nOut + j0, G)
+            for b in range(bS):
+                length = row_len(seq_len, b, sL)
+                if t >= length:
+                    copy_units(n, cur + b * nOut + j0, nxt + b * nOut + j0)
+                    continue
+                tau = step_time(t, length, fwd)
+                zx = gx + (tau * bS + b) * G + j0
+                zh = gh + b * G + j0
+                g = gates + (ws_t * tau * bS + b) * G + j0
+                if lbr:
+                    lbr_row(n, zx, zx + nOut, zx + 2 * nOut, zh, zh + nOut, zh + 2 * nOut,
+                            bhc + j0, cur + b * nOut + j0, g, g + nOut, g + 2 * nOut,
+                            hc + (ws_t * tau * bS + b) * nOut + j0, nxt + b * nOut + j0)
+                else:
+                    rb_gates_row(n, zx, zx + nOut, zh, zh + nOut, cur + b * nOut + j0,
+                                 g, g + nOut, rh + b * nOut + j0)
+            if not lbr:
+                # c = tanh(zc + (r∘hPrev)·Wh_c), once every thread's part of r∘hPrev is in place.
+                cells_barrier()
+                gemm(False, False, bS, n, nOut, 1, rh, nOut, Wh + 2 * nOut + j0, G,
+                     0, gh + 2 * nOut + j0, G)
+                for b in range(bS):
+                    length = row_len(seq_len, b, sL)
+                    if t >= length:
+                        continue
+                    tau = step_time(t, length, fwd)
+                    zx = gx + (tau * bS + b) * G + j0
+                    g = gates + (ws_t * tau * bS + b) * G + j0
+                    rb_state_row(n, zx + 2 * nOut, gh + b * G + 2 * nOut + j0, g + nOut,
+                                 cur + b * nOut + j0, g + 2 * nOut, nxt + b * nOut + j0)
+            for b in range(bS):
+                length = row_len(seq_len, b, sL)
+                if t < length:
+                    copy_units(n, nxt + b * nOut + j0,
+                               h + (step_time(t, length, fwd) * bS + b) * nOut + j0)
             cells_barrier()  # the new state is complete before any thread multiplies it
 
 
@@ -133,164 +139,133 @@ cdef void forward(
 # Backward
 # ---------------------------------------------------------------------------------------------
 
-cdef inline void backward_step_lbr(
-        Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t j0, Py_ssize_t j1,
-        const real *dLdh,   # [bS, nOut]  gradient arriving at this step's output, or NULL
-        const real *dLdg,   # [bS, G]     gradient arriving at the gates r, u, c, or NULL
-        const real *hPrev,  # [bS, nOut]
-        const real *gates,  # [bS, G]     r, u, c of this step
-        const real *hc,     # [bS, nOut]  hPrev·Wh_c + bh_c of this step
-        const real *Wh,     # [nOut, G]
-        real *dz,           # [bS, G]     out: dL/d(zr, zu, zc)
-        real *dhc,          # [bS, nOut]  out: dL/dhc
-        real *dh,           # [bS, nOut]  in: dL/dh from the later steps; out: dL/dhPrev
-        ) noexcept nogil:
-    """Linear-before-reset, units [j0, j1), given g = dh + dLdh:
-    dzc, dzu, dzr and dhc = dzc∘r; then dL/dhPrev = g∘u + [dzr | dzu | dhc]·Whᵀ."""
-    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, b, e
-    cdef const real *g
-    cdef real *d
-    for b in range(bS):
-        e, g, d = b * nOut + j0, gates + b * G + j0, dz + b * G + j0
-        bp_state_row(n, dLdh + e if dLdh != NULL else NULL,
-                     dLdg + b * G + j0 + nOut if dLdg != NULL else NULL,
-                     dLdg + b * G + j0 + 2 * nOut if dLdg != NULL else NULL,
-                     g + nOut, g + 2 * nOut, hPrev + e, d + nOut, d + 2 * nOut, dh + e)
-        lbr_bp_reset_row(n, d + 2 * nOut, dLdg + b * G + j0 if dLdg != NULL else NULL,
-                         g, hc + e, d, dhc + e)
-    cells_barrier()  # every thread's dzr, dzu, dhc are in place
-    gemm(False, True, bS, n, 2 * nOut, 1, dz, G, Wh + j0 * G, G, 1, dh + j0, nOut)
-    gemm(False, True, bS, n, nOut, 1, dhc, nOut, Wh + j0 * G + 2 * nOut, G, 1, dh + j0, nOut)
-
-
-cdef inline void backward_step_rb(
-        Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t j0, Py_ssize_t j1,
-        const real *dLdh,   # [bS, nOut]  or NULL
-        const real *dLdg,   # [bS, G]     or NULL
-        const real *hPrev,  # [bS, nOut]
-        const real *gates,  # [bS, G]     r, u, c of this step
-        const real *Wh,     # [nOut, G]
-        real *dz,           # [bS, G]     out: dL/d(zr, zu, zc)
-        real *rh,           # [bS, nOut]  out: r∘hPrev (for dL/dWh_c after the loop)
-        real *a,            # [bS, nOut]  scratch: dL/d(r∘hPrev)
-        real *dh,           # [bS, nOut]  in: dL/dh from the later steps; out: dL/dhPrev
-        ) noexcept nogil:
-    """Reset-before, units [j0, j1), given g = dh + dLdh: dzc, dzu; a = dzc·Wh_cᵀ;
-    dzr = a∘hPrev∘r∘(1-r); dL/dhPrev = g∘u + a∘r + [dzr | dzu]·Wh_ruᵀ."""
-    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, b, e
-    cdef const real *g
-    cdef real *d
-    for b in range(bS):
-        e, g, d = b * nOut + j0, gates + b * G + j0, dz + b * G + j0
-        bp_state_row(n, dLdh + e if dLdh != NULL else NULL,
-                     dLdg + b * G + j0 + nOut if dLdg != NULL else NULL,
-                     dLdg + b * G + j0 + 2 * nOut if dLdg != NULL else NULL,
-                     g + nOut, g + 2 * nOut, hPrev + e, d + nOut, d + 2 * nOut, dh + e)
-    cells_barrier()  # every thread's dzc is in place
-    gemm(False, True, bS, n, nOut, 1, dz + 2 * nOut, G, Wh + j0 * G + 2 * nOut, G, 0, a + j0, nOut)
-    for b in range(bS):
-        e, g, d = b * nOut + j0, gates + b * G + j0, dz + b * G + j0
-        rb_bp_reset_row(n, a + e, dLdg + b * G + j0 if dLdg != NULL else NULL, g, hPrev + e,
-                        d, dh + e, rh + e)
-    cells_barrier()  # every thread's dzr is in place
-    gemm(False, True, bS, n, 2 * nOut, 1, dz, G, Wh + j0 * G, G, 1, dh + j0, nOut)
-
-
-cdef inline void sum_hprev_products(
-        Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t n,
-        const real *hI,     # [bS, nOut]
-        const real *h,      # [sL, bS, nOut]
-        const real *D,      # [sL, bS, ldd] (n columns used)
-        Py_ssize_t ldd,
-        real *C,            # [nOut, ldc]   out (n columns)
-        Py_ssize_t ldc) noexcept nogil:
-    """C = Σ_t hPrev_tᵀ·D_t with hPrev_0 = hI, hPrev_t = h[t-1]: two gemms over all steps."""
-    gemm(True, False, nOut, n, bS if sL > 0 else 0, 1, hI, nOut, D, ldd, 0, C, ldc)
-    gemm(True, False, nOut, n, (sL - 1) * bS if sL > 1 else 0, 1, h, nOut, D + bS * ldd, ldd,
-         1, C, ldc)
-
-
-cdef inline void sum_rows(Py_ssize_t rows, Py_ssize_t n,
-                          const real *A,  # [rows, lda] (n columns used)
-                          Py_ssize_t lda,
-                          real *s,        # [n] out: Σ over rows
-                          ) noexcept nogil:
-    cdef Py_ssize_t i, j
-    for j in range(n):
-        s[j] = 0
-    for i in range(rows):
-        for j in range(n):
-            s[j] += A[i * lda + j]
-
-
 cdef void backward(
         bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
-        const real *x,         # [sL, bS, nIn]
-        const real *hI,        # [bS, nOut]
-        const real *Wx,        # [nIn, G]
-        const real *Wh,        # [nOut, G]
-        const real *h,         # [sL, bS, nOut]  forward states
-        const real *gates,     # [sL, bS, G]     forward r, u, c
-        const real *hc,        # [sL, bS, nOut]  forward hPrev·Wh_c + bh_c (lbr)
-        const real *dLdh,      # [sL, bS, nOut]  or NULL
-        const real *dLdhLast,  # [bS, nOut]      or NULL
-        const real *dLdgates,  # [sL, bS, G]     or NULL: gradient arriving at the gates
-        real *dz,              # [sL, bS, G]     scratch: dL/d(zr, zu, zc) of every step
-        real *aux,             # [sL, bS, nOut]  scratch: lbr dL/dhc, reset-before r∘hPrev
-        real *a,               # [bS, nOut]      scratch (reset-before)
-        real *dLdx,            # [sL, bS, nIn]   out
-        real *dLdhI,           # [bS, nOut]      out; the running dL/dh during the loop
-        real *dLdWx,           # [nIn, G]        out
-        real *dLdWh,           # [nOut, G]       out
-        real *dLdbx,           # [G]             out: Σ dz
-        real *dLdbhc,          # [nOut]          out (lbr): Σ dL/dhc
+        const real *x,          # [sL, bS, nIn]
+        const real *hI,         # [bS, nOut]
+        const real *Wx,         # [nIn, G]
+        const real *Wh,         # [nOut, G]
+        const int64_t *seq_len,  # [bS]       or NULL
+        bint fwd,
+        const real *h,          # [sL, bS, nOut]  forward states
+        const real *gates,      # [sL, bS, G]     forward r, u, c
+        const real *hc,         # [sL, bS, nOut]  forward hPrev·Wh_c + bh_c (lbr)
+        const real *dLdh,       # [sL, bS, nOut]  or NULL: gradient arriving at the outputs
+        const real *dLdhLast,   # [bS, nOut]      or NULL: gradient arriving at the final state
+        const real *dLdgates,   # [sL, bS, G]     or NULL: gradient arriving at the gates
+        real *dzs,              # [2, bS, G]      scratch: this step's dz, in loop order
+        real *dhcs,             # [2, bS, nOut]   scratch (lbr): this step's dL/dhc, loop order
+        real *a,                # [bS, nOut]      scratch (reset-before): dL/d(r∘hPrev)
+        real *dz,               # [sL, bS, G]     scratch: dL/d(zr, zu, zc) of every step
+        real *hp,               # [sL, bS, nOut]  scratch: every step's hPrev
+        real *aux,              # [sL, bS, nOut]  scratch: lbr dL/dhc, reset-before r∘hPrev
+        real *dLdx,             # [sL, bS, nIn]   out
+        real *dLdhI,            # [bS, nOut]      out; the running dL/dh during the loop
+        real *dLdWx,            # [nIn, G]        out
+        real *dLdWh,            # [nOut, G]       out
+        real *dLdbx,            # [G]             out: Σ dz
+        real *dLdbhc,           # [nOut]          out (lbr): Σ dL/dhc
         int n_threads) noexcept nogil:
     """Backpropagation through time. Only the dL/dh recurrence runs step by step; dL/dx and the
     weight and bias gradients are products over all steps after the loop."""
-    cdef Py_ssize_t G = 3 * nOut, SB = sL * bS, j0, j1, k, i, j, t, e
+    cdef Py_ssize_t G = 3 * nOut, SB = sL * bS, n, j0, j1, k, b, t, tau, length, e
     cdef const real *hPrev
+    cdef const real *g
+    cdef real *d
+    cdef real *ds
+    cdef real *dhc
     cdef int part, nparts
     with parallel(num_threads=n_threads):
         part = cells_thread_num()
         nparts = cells_num_threads()
         j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
         j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
-        for i in range(bS):
-            for j in range(j0, j1):
-                e = i * nOut + j
-                dLdhI[e] = dLdhLast[e] if dLdhLast != NULL else 0
-        for t in range(sL - 1, -1, -1):
-            hPrev = hI if t == 0 else h + (t - 1) * bS * nOut
-            if lbr:
-                backward_step_lbr(bS, nOut, j0, j1,
-                                  dLdh + t * bS * nOut if dLdh != NULL else NULL,
-                                  dLdgates + t * bS * G if dLdgates != NULL else NULL, hPrev,
-                                  gates + t * bS * G, hc + t * bS * nOut, Wh,
-                                  dz + t * bS * G, aux + t * bS * nOut, dLdhI)
+        n = j1 - j0
+        for b in range(bS):
+            if dLdhLast != NULL:
+                copy_units(n, dLdhLast + b * nOut + j0, dLdhI + b * nOut + j0)
             else:
-                backward_step_rb(bS, nOut, j0, j1,
-                                 dLdh + t * bS * nOut if dLdh != NULL else NULL,
-                                 dLdgates + t * bS * G if dLdgates != NULL else NULL, hPrev,
-                                 gates + t * bS * G, Wh,
-                                 dz + t * bS * G, aux + t * bS * nOut, a, dLdhI)
-        cells_barrier()  # dz and aux of every step are complete
+                zero_units(n, dLdhI + b * nOut + j0)
+            # Nothing flows through a row's padded steps: their dz, hPrev, aux stay 0.
+            length = row_len(seq_len, b, sL)
+            for tau in range(length, sL):
+                e = tau * bS + b
+                for k in range(3):
+                    zero_units(n, dz + e * G + k * nOut + j0)
+                zero_units(n, hp + e * nOut + j0)
+                zero_units(n, aux + e * nOut + j0)
+
+        for t in range(sL - 1, -1, -1):
+            ds = dzs + (t % 2) * bS * G
+            dhc = dhcs + (t % 2) * bS * nOut
+            for b in range(bS):
+                length = row_len(seq_len, b, sL)
+                d = ds + b * G + j0
+                if t >= length:  # no gradient through this step: the carried dL/dh passes on
+                    for k in range(3):
+                        zero_units(n, d + k * nOut)
+                    if lbr:
+                        zero_units(n, dhc + b * nOut + j0)
+                    continue
+                tau = step_time(t, length, fwd)
+                e = tau * bS + b
+                hPrev = prev_state(t, b, length, fwd, bS, nOut, hI, h) + j0
+                copy_units(n, hPrev, hp + e * nOut + j0)
+                g = gates + e * G + j0
+                bp_state_row(n, dLdh + e * nOut + j0 if dLdh != NULL else NULL,
+                             dLdgates + e * G + j0 + nOut if dLdgates != NULL else NULL,
+                             dLdgates + e * G + j0 + 2 * nOut if dLdgates != NULL else NULL,
+                             g + nOut, g + 2 * nOut, hPrev, d + nOut, d + 2 * nOut,
+                             dLdhI + b * nOut + j0)
+                if lbr:
+                    lbr_bp_reset_row(n, d + 2 * nOut,
+                                     dLdgates + e * G + j0 if dLdgates != NULL else NULL,
+                                     g, hc + e * nOut + j0, d, dhc + b * nOut + j0)
+                    copy_units(n, dhc + b * nOut + j0, aux + e * nOut + j0)
+                    for k in range(3):
+                        copy_units(n, d + k * nOut, dz + e * G + k * nOut + j0)
+            cells_barrier()  # every thread's dz of this step is in place
+            if not lbr:
+                # a = dzc·Wh_cᵀ, then dzr = (a∘hPrev + dLdr)∘r∘(1-r) and dL/dhPrev += a∘r.
+                gemm(False, True, bS, n, nOut, 1, ds + 2 * nOut, G, Wh + j0 * G + 2 * nOut, G,
+                     0, a + j0, nOut)
+                for b in range(bS):
+                    length = row_len(seq_len, b, sL)
+                    if t >= length:
+                        continue
+                    tau = step_time(t, length, fwd)
+                    e = tau * bS + b
+                    d = ds + b * G + j0
+                    rb_bp_reset_row(n, a + b * nOut + j0,
+                                    dLdgates + e * G + j0 if dLdgates != NULL else NULL,
+                                    gates + e * G + j0, hp + e * nOut + j0, d,
+                                    dLdhI + b * nOut + j0, aux + e * nOut + j0)
+                    for k in range(3):
+                        copy_units(n, d + k * nOut, dz + e * G + k * nOut + j0)
+                cells_barrier()  # every thread's dzr is in place
+            # dL/dhPrev += [dzr | dzu]·Wh_ruᵀ (+ dL/dhc·Wh_cᵀ, linear-before-reset).
+            gemm(False, True, bS, n, 2 * nOut, 1, ds, G, Wh + j0 * G, G, 1, dLdhI + j0, nOut)
+            if lbr:
+                gemm(False, True, bS, n, nOut, 1, dhc, nOut, Wh + j0 * G + 2 * nOut, G,
+                     1, dLdhI + j0, nOut)
+        cells_barrier()  # dz, hp and aux of every step are complete
 
         # dL/dx = dz·Wxᵀ, split by input columns.
         gemm_part(part, nparts, False, True, SB, nIn, G, 1, dz, G, Wx, G, 0, dLdx, nIn)
         # The weight and bias gradients, this thread's unit columns of each gate block.
         for k in range(3):
-            gemm(True, False, nIn, j1 - j0, SB, 1, x, nIn, dz + k * nOut + j0, G,
+            gemm(True, False, nIn, n, SB, 1, x, nIn, dz + k * nOut + j0, G,
                  0, dLdWx + k * nOut + j0, G)
-            sum_rows(SB, j1 - j0, dz + k * nOut + j0, G, dLdbx + k * nOut + j0)
+            sum_rows(SB, n, dz + k * nOut + j0, G, dLdbx + k * nOut + j0)
         for k in range(2):
-            sum_hprev_products(sL, bS, nOut, j1 - j0, hI, h, dz + k * nOut + j0, G,
-                               dLdWh + k * nOut + j0, G)
-        if lbr:
-            sum_hprev_products(sL, bS, nOut, j1 - j0, hI, h, aux + j0, nOut,
-                               dLdWh + 2 * nOut + j0, G)
-            sum_rows(SB, j1 - j0, aux + j0, nOut, dLdbhc + j0)
-        else:
-            gemm(True, False, nOut, j1 - j0, SB, 1, aux, nOut, dz + 2 * nOut + j0, G,
+            gemm(True, False, nOut, n, SB, 1, hp, nOut, dz + k * nOut + j0, G,
+                 0, dLdWh + k * nOut + j0, G)
+        if lbr:  # dL/dWh_c = Σ hPrevᵀ·dL/dhc
+            gemm(True, False, nOut, n, SB, 1, hp, nOut, aux + j0, nOut,
+                 0, dLdWh + 2 * nOut + j0, G)
+            sum_rows(SB, n, aux + j0, nOut, dLdbhc + j0)
+        else:  # dL/dWh_c = Σ (r∘hPrev)ᵀ·dzc
+            gemm(True, False, nOut, n, SB, 1, aux, nOut, dz + 2 * nOut + j0, G,
                  0, dLdWh + 2 * nOut + j0, G)
 
 
@@ -305,47 +280,59 @@ cdef inline real *ptr(const real[::1] a) noexcept nogil:
     return <real *>&a[0] if a is not None and a.shape[0] > 0 else NULL
 
 
-def _check_sizes(**arrays_and_sizes):
+def _check_sizes(seq_len, Py_ssize_t bS, Py_ssize_t sL, **arrays_and_sizes):
     for name, (a, size) in arrays_and_sizes.items():
         if a is not None and a.shape[0] != size:
             raise ValueError(f"internal: {name} has {a.shape[0]} elements, expected {size}")
+    if seq_len is not None and (seq_len.shape[0] != bS or
+                                any(not 0 <= seq_len[b] <= sL for b in range(bS))):
+        raise ValueError(f"internal: seq_len must be {bS} lengths in [0, {sL}]")
 
 
 def gru_forward(bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
                 const real[::1] x, const real[::1] hI, const real[::1] Wx, const real[::1] Wh,
-                const real[::1] bx, const real[::1] bhc,
-                real[::1] gx, real[::1] gh, real[::1] rh, real[::1] gates, real[::1] hc,
-                bint keep, real[::1] h, int n_threads):
+                const real[::1] bx, const real[::1] bhc, const int64_t[::1] seq_len, bint fwd,
+                real[::1] gx, real[::1] gh, real[::1] rh, real[::1] state,
+                bint keep, real[::1] gates, real[::1] hc, real[::1] h, int n_threads):
     """Run the forward loop. keep=True writes every step's gates [sL, bS, 3nOut] and (lbr) hc
-    [sL, bS, nOut]; keep=False uses them as one step's scratch ([bS, 3nOut], [bS, nOut])."""
+    [sL, bS, nOut]; keep=False uses them as one step's scratch ([bS, 3nOut], [bS, nOut]).
+    h must be zero-filled when seq_len is given (its padded steps are not written)."""
     cdef Py_ssize_t G = 3 * nOut, steps = sL if keep else 1
-    _check_sizes(x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G), Wh=(Wh, nOut * G),
-                 bx=(bx, G), bhc=(bhc, nOut), gx=(gx, sL * bS * G), gh=(gh, bS * G),
-                 rh=(rh, bS * nOut), gates=(gates, steps * bS * G), hc=(hc, steps * bS * nOut),
+    _check_sizes(seq_len, bS, sL, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G),
+                 Wh=(Wh, nOut * G), bx=(bx, G), bhc=(bhc, nOut), gx=(gx, sL * bS * G),
+                 gh=(gh, bS * G), rh=(rh, bS * nOut), state=(state, 2 * bS * nOut),
+                 gates=(gates, steps * bS * G), hc=(hc, steps * bS * nOut),
                  h=(h, sL * bS * nOut))
+    cdef const int64_t *lengths = &seq_len[0] if seq_len is not None and bS > 0 else NULL
     with nogil:
         forward(lbr, sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(Wx), ptr(Wh), ptr(bx), ptr(bhc),
-                ptr(gx), ptr(gh), ptr(rh), ptr(gates), ptr(hc), keep, ptr(h), n_threads)
+                lengths, fwd, ptr(gx), ptr(gh), ptr(rh), ptr(state), ptr(gates), ptr(hc), keep,
+                ptr(h), n_threads)
 
 
 def gru_backward(bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
                  const real[::1] x, const real[::1] hI, const real[::1] Wx, const real[::1] Wh,
+                 const int64_t[::1] seq_len, bint fwd,
                  const real[::1] h, const real[::1] gates, const real[::1] hc,
                  const real[::1] dLdh, const real[::1] dLdhLast, const real[::1] dLdgates,
-                 real[::1] dz, real[::1] aux, real[::1] a,
-                 real[::1] dLdx, real[::1] dLdhI, real[::1] dLdWx, real[::1] dLdWh,
-                 real[::1] dLdbx, real[::1] dLdbhc, int n_threads):
+                 real[::1] dzs, real[::1] dhcs, real[::1] a, real[::1] dz, real[::1] hp,
+                 real[::1] aux, real[::1] dLdx, real[::1] dLdhI, real[::1] dLdWx,
+                 real[::1] dLdWh, real[::1] dLdbx, real[::1] dLdbhc, int n_threads):
     """Run the backward loop. dLdh, dLdhLast and dLdgates may be None (no gradient arrives
     there)."""
     cdef Py_ssize_t G = 3 * nOut
-    _check_sizes(x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G), Wh=(Wh, nOut * G),
-                 h=(h, sL * bS * nOut), gates=(gates, sL * bS * G), hc=(hc, sL * bS * nOut),
-                 dLdh=(dLdh, sL * bS * nOut), dLdhLast=(dLdhLast, bS * nOut),
-                 dLdgates=(dLdgates, sL * bS * G),
-                 dz=(dz, sL * bS * G), aux=(aux, sL * bS * nOut), a=(a, bS * nOut),
+    _check_sizes(seq_len, bS, sL, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G),
+                 Wh=(Wh, nOut * G), h=(h, sL * bS * nOut), gates=(gates, sL * bS * G),
+                 hc=(hc, sL * bS * nOut), dLdh=(dLdh, sL * bS * nOut),
+                 dLdhLast=(dLdhLast, bS * nOut), dLdgates=(dLdgates, sL * bS * G),
+                 dzs=(dzs, 2 * bS * G), dhcs=(dhcs, 2 * bS * nOut), a=(a, bS * nOut),
+                 dz=(dz, sL * bS * G), hp=(hp, sL * bS * nOut), aux=(aux, sL * bS * nOut),
                  dLdx=(dLdx, sL * bS * nIn), dLdhI=(dLdhI, bS * nOut), dLdWx=(dLdWx, nIn * G),
                  dLdWh=(dLdWh, nOut * G), dLdbx=(dLdbx, G), dLdbhc=(dLdbhc, nOut))
+    cdef const int64_t *lengths = &seq_len[0] if seq_len is not None and bS > 0 else NULL
     with nogil:
-        backward(lbr, sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(Wx), ptr(Wh), ptr(h), ptr(gates),
-                 ptr(hc), ptr(dLdh), ptr(dLdhLast), ptr(dLdgates), ptr(dz), ptr(aux), ptr(a), ptr(dLdx), ptr(dLdhI),
-                 ptr(dLdWx), ptr(dLdWh), ptr(dLdbx), ptr(dLdbhc), n_threads)
+        backward(lbr, sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(Wx), ptr(Wh), lengths, fwd,
+                 ptr(h), ptr(gates), ptr(hc), ptr(dLdh), ptr(dLdhLast), ptr(dLdgates),
+                 ptr(dzs), ptr(dhcs), ptr(a), ptr(dz), ptr(hp), ptr(aux),
+                 ptr(dLdx), ptr(dLdhI), ptr(dLdWx), ptr(dLdWh), ptr(dLdbx), ptr(dLdbhc),
+                 n_threads)

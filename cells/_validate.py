@@ -62,6 +62,21 @@ def gemm_dims(**dims):
             raise ValueError(f"{name} = {n} is larger than BLAS's 32-bit limit {MAX_GEMM_DIM}")
 
 
+def seq_len(lengths, sL, bS):
+    """Check a `seq_len` argument: None (every row runs all sL steps) or integers [bS] in
+    [0, sL]. Returns None or the lengths as a C-contiguous int64 array for the kernels."""
+    if lengths is None:
+        return None
+    if not isinstance(lengths, np.ndarray) or lengths.dtype.kind not in "iu":
+        kind = lengths.dtype if isinstance(lengths, np.ndarray) else type(lengths).__name__
+        raise TypeError(f"seq_len: expected None or an integer numpy.ndarray [bS], got {kind}")
+    shape("seq_len", lengths, (bS,), "[bS]")
+    if bS and (lengths.min() < 0 or lengths.max() > sL):
+        raise ValueError(f"seq_len: expected values in [0, sL={sL}], "
+                         f"got values from {lengths.min()} to {lengths.max()}")
+    return np.ascontiguousarray(lengths, dtype=np.int64)
+
+
 def flat(a):
     """a as a flat C-ordered view (a copy only when `a` is not C-contiguous); None stays None."""
     return None if a is None else np.ascontiguousarray(a).reshape(-1)

@@ -67,33 +67,45 @@ def gruCellBp(x, hI, Wx, Wh, b, dLdh, *, linear_before_reset=False, n_threads=No
     return dLdx[0], dLdhI, dLdWx, dLdWh, dLdb
 
 
-def gruTimeLoop(x, hI, Wx, Wh, b, *, linear_before_reset=False, return_workspace=False,
-                n_threads=None):
+def gruTimeLoop(x, hI, Wx, Wh, b, *, linear_before_reset=False, seq_len=None, forward=True,
+                return_workspace=False, n_threads=None):
     """GRU over a sequence.
 
     x [sL, bS, nIn] (time-major, as libnd4j), hI [bS, nOut] the initial state, weights as gruCell.
     Returns h [sL, bS, nOut], the state after every step; with return_workspace=True returns
     (h, workspace), the GruWorkspace that lets gruTimeLoopBp skip recomputing this forward pass.
+
+    seq_len [bS] (integers in [0, sL]; None: all sL): row b runs only its first seq_len[b] steps,
+    and h is 0 after them (ONNX sequence_lens, PyTorch packed sequences). forward=False runs each
+    row's valid steps in reverse time order, each output at its own time index (ONNX
+    direction="reverse"). A row's final state is h[seq_len[b] - 1] going forward, h[0] in reverse
+    (hI when seq_len[b] = 0).
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     keep = check.flag("return_workspace", return_workspace)
+    fwd = check.flag("forward", forward)
     _check_ranks(x, hI, x_ndim=3)
     dims = _check_gru(x, hI, Wx, Wh, b)
-    h, ws = _forward(dims, x, hI, Wx, Wh, b, lbr, keep, resolve_n_threads(n_threads))
+    lengths = check.seq_len(seq_len, dims[0], dims[1])
+    h, ws = _forward(dims, x, hI, Wx, Wh, b, lbr, keep, resolve_n_threads(n_threads),
+                     lengths, fwd)
     return (h, ws) if keep else h
 
 
 def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
-                  linear_before_reset=False, n_threads=None):
-    """Backpropagation through time for gruTimeLoop.
+                  linear_before_reset=False, seq_len=None, forward=True, n_threads=None):
+    """Backpropagation through time for gruTimeLoop (with the same seq_len and forward).
 
     dLdh [sL, bS, nOut] is the gradient arriving at every step's output and dLdhLast [bS, nOut]
-    the one arriving at the final state (each may be None: no gradient). `workspace`, from
-    gruTimeLoop(..., return_workspace=True) on the same inputs, skips recomputing the forward.
+    the one arriving at each row's final state (each may be None: no gradient; dLdh at a row's
+    padded steps is ignored). `workspace`, from gruTimeLoop(..., return_workspace=True) on the same
+    inputs and options, skips recomputing the forward pass.
     Returns (dLdx [sL, bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, 3nOut], dLdWh [nOut, 3nOut],
-    dLdb with b's shape); the weight gradients are summed over time.
+    dLdb with b's shape); the weight gradients are summed over time, and dLdx is 0 at padded
+    steps.
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
+    fwd = check.flag("forward", forward)
     _check_ranks(x, hI, x_ndim=3)
     dims = _check_gru(x, hI, Wx, Wh, b, dLdh=dLdh, dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
@@ -101,10 +113,11 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
         check.shape("dLdh", dLdh, (sL, bS, nOut), "[sL, bS, nOut]")
     if dLdhLast is not None:
         check.shape("dLdhLast", dLdhLast, (bS, nOut), "[bS, nOut]")
+    lengths = check.seq_len(seq_len, sL, bS)
     if workspace is not None:
         _check_workspace(workspace, dims, x.dtype, lbr)
     return _backward(dims, x, hI, Wx, Wh, b, lbr, workspace, dLdh, dLdhLast, None,
-                     resolve_n_threads(n_threads))
+                     resolve_n_threads(n_threads), lengths, fwd)
 
 
 def gruBlockCell(x, hLast, Wru, Wc, bru, bc, *, n_threads=None):
@@ -229,31 +242,32 @@ def _split_bias(b, nOut, lbr):
     return bx, b[1, 2 * nOut:]
 
 
-def _forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads):
-    """Run the forward kernel; return (h, GruWorkspace or None)."""
+def _forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=True):
+    """Run the forward kernel; return (h, GruWorkspace or None). seq_len is None or the
+    validated int64 lengths."""
     sL, bS, nIn, nOut = dims
     G, steps, dtype = 3 * nOut, (sL if keep else 1), x.dtype
     bx, bhc = _split_bias(b, nOut, lbr)
     gates = np.empty((steps, bS, G), dtype)
     hc = np.empty((steps, bS, nOut), dtype) if lbr else None
-    h = np.empty((sL, bS, nOut), dtype)
+    h = (np.empty if seq_len is None else np.zeros)((sL, bS, nOut), dtype)
     f = check.flat
     with sequential_blas():
         _gru.gru_forward(
-            lbr, sL, bS, nIn, nOut, f(x), f(hI), f(Wx), f(Wh), f(bx), f(bhc),
-            np.empty(sL * bS * G, dtype), np.empty(bS * G, dtype),
-            None if lbr else np.empty(bS * nOut, dtype),
-            f(gates), f(hc), keep, f(h), n_threads)
+            lbr, sL, bS, nIn, nOut, f(x), f(hI), f(Wx), f(Wh), f(bx), f(bhc), seq_len, fwd,
+            np.empty(sL * bS * G, dtype), np.empty(bS * G, dtype), np.zeros(bS * nOut, dtype),
+            np.empty(2 * bS * nOut, dtype), keep, f(gates), f(hc), f(h), n_threads)
     return h, (GruWorkspace(h, gates, hc) if keep else None)
 
 
-def _backward(dims, x, hI, Wx, Wh, b, lbr, ws, dLdh, dLdhLast, dLdgates, n_threads):
+def _backward(dims, x, hI, Wx, Wh, b, lbr, ws, dLdh, dLdhLast, dLdgates, n_threads,
+              seq_len=None, fwd=True):
     """Run the backward kernel (after the forward one when `ws` is None); return the gradients
     (dLdx, dLdhI, dLdWx, dLdWh, dLdb) with dLdb in b's layout."""
     sL, bS, nIn, nOut = dims
     G, dtype = 3 * nOut, x.dtype
     if ws is None:
-        _, ws = _forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads)
+        _, ws = _forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
     dLdx = np.empty((sL, bS, nIn), dtype)
     dLdhI = np.empty((bS, nOut), dtype)
     dLdWx = np.empty((nIn, G), dtype)
@@ -263,10 +277,11 @@ def _backward(dims, x, hI, Wx, Wh, b, lbr, ws, dLdh, dLdhLast, dLdgates, n_threa
     f = check.flat
     with sequential_blas():
         _gru.gru_backward(
-            lbr, sL, bS, nIn, nOut, f(x), f(hI), f(Wx), f(Wh), f(ws.h), f(ws.gates), f(ws.hc),
-            f(dLdh), f(dLdhLast), f(dLdgates),
-            np.empty(sL * bS * G, dtype), np.empty(sL * bS * nOut, dtype),
-            None if lbr else np.empty(bS * nOut, dtype),
+            lbr, sL, bS, nIn, nOut, f(x), f(hI), f(Wx), f(Wh), seq_len, fwd,
+            f(ws.h), f(ws.gates), f(ws.hc), f(dLdh), f(dLdhLast), f(dLdgates),
+            np.empty(2 * bS * G, dtype), np.empty(2 * bS * nOut, dtype),
+            np.empty(bS * nOut, dtype), np.empty(sL * bS * G, dtype),
+            np.empty(sL * bS * nOut, dtype), np.empty(sL * bS * nOut, dtype),
             f(dLdx), f(dLdhI), f(dLdWx), f(dLdWh), dLdbx, dLdbhc, n_threads)
     return dLdx, dLdhI, dLdWx, dLdWh, _bias_grad(b, dLdbx, dLdbhc, lbr)
 

@@ -159,6 +159,57 @@ def gru_time_loop_backward(x, hI, Wx, Wh, b, dLdh=None, dLdhLast=None,
     return dx, g, dWx, dWh, db
 
 
+
+def row_time_order(length, forward):
+    """The time indices a row with `length` valid steps visits, in processing order."""
+    order = np.arange(length)
+    return order if forward else order[::-1]
+
+
+def gru_masked_forward(x, hI, Wx, Wh, b, seq_len, forward=True, linear_before_reset=False):
+    """Sequences of different lengths, one row at a time: row b runs the unmasked loop above on
+    its own valid steps x[order, b] (order = 0..len-1, or len-1..0 in reverse), every output goes
+    back to its own time index, padded outputs are 0. Returns (h [sL, bS, nOut], hLast [bS, nOut])
+    with hLast the row's state after its last valid step (hI for length 0)."""
+    x, hI = as64(x), as64(hI)
+    sL, bS, n_out = x.shape[0], x.shape[1], hI.shape[1]
+    hs = np.zeros((sL, bS, n_out))
+    h_last = hI.copy()
+    for row in range(bS):
+        order = row_time_order(int(seq_len[row]), forward)
+        if order.size:
+            h_row, _ = gru_time_loop_forward(x[order, row:row + 1], hI[row:row + 1], Wx, Wh, b,
+                                             linear_before_reset)
+            hs[order, row] = h_row[:, 0]
+            h_last[row] = h_row[-1, 0]
+    return hs, h_last
+
+
+def gru_masked_backward(x, hI, Wx, Wh, b, seq_len, dLdh=None, dLdhLast=None, forward=True,
+                        linear_before_reset=False):
+    """Gradients of L = sum(dLdh * h) + sum(dLdhLast * hLast) for gru_masked_forward: each row is
+    its own unmasked sequence (the loop above), weight gradients summed over rows; nothing flows
+    through padded steps."""
+    x, hI = as64(x), as64(hI)
+    sL, bS, n_out = x.shape[0], x.shape[1], hI.shape[1]
+    dLdh = np.zeros((sL, bS, n_out)) if dLdh is None else as64(dLdh)
+    dLdhLast = np.zeros((bS, n_out)) if dLdhLast is None else as64(dLdhLast)
+    dx = np.zeros(x.shape)
+    dhI = dLdhLast.copy()
+    dWx, dWh, db = np.zeros(np.shape(Wx)), np.zeros(np.shape(Wh)), np.zeros(np.shape(b))
+    for row in range(bS):
+        order = row_time_order(int(seq_len[row]), forward)
+        if not order.size:
+            continue
+        dx_row, dhI[row:row + 1], dWx_r, dWh_r, db_r = gru_time_loop_backward(
+            x[order, row:row + 1], hI[row:row + 1], Wx, Wh, b, dLdh[order, row:row + 1],
+            dLdhLast[row:row + 1], linear_before_reset)
+        dx[order, row] = dx_row[:, 0]
+        dWx += dWx_r
+        dWh += dWh_r
+        db += db_r
+    return dx, dhI, dWx, dWh, db
+
 # ----------------------------------------------------------------------------------------
 # libnd4j block cell (= TF GRUBlockCell, reset-before)
 # ----------------------------------------------------------------------------------------
