@@ -84,20 +84,23 @@ def _onnx_perm(H):
     return np.concatenate([np.arange(H, 2 * H), np.arange(0, H), np.arange(2 * H, 3 * H)])
 
 
-def _build(lbr, sL, bS, n_in, H, dtype):
+def _build(lbr, sL, bS, n_in, H, dtype, direction="forward", with_lens=False):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
     et = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
     node = helper.make_node(
-        "GRU", inputs=["X", "W", "R", "B", "", "initial_h"], outputs=["Y", "Y_h"],
-        hidden_size=H, direction="forward", layout=0, linear_before_reset=int(lbr))
+        "GRU", inputs=["X", "W", "R", "B", "sequence_lens" if with_lens else "", "initial_h"],
+        outputs=["Y", "Y_h"], hidden_size=H, direction=direction, layout=0,
+        linear_before_reset=int(lbr))
+    lens = [helper.make_tensor_value_info("sequence_lens", TensorProto.INT32, [bS])]
     graph = helper.make_graph(
         [node], "gru",
         [helper.make_tensor_value_info("X", et, [sL, bS, n_in]),
          helper.make_tensor_value_info("W", et, [1, 3 * H, n_in]),
          helper.make_tensor_value_info("R", et, [1, 3 * H, H]),
-         helper.make_tensor_value_info("B", et, [1, 6 * H]),
-         helper.make_tensor_value_info("initial_h", et, [1, bS, H])],
+         helper.make_tensor_value_info("B", et, [1, 6 * H])]
+        + (lens if with_lens else [])
+        + [helper.make_tensor_value_info("initial_h", et, [1, bS, H])],
         [helper.make_tensor_value_info("Y", et, [sL, 1, bS, H]),
          helper.make_tensor_value_info("Y_h", et, [1, bS, H])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
@@ -157,3 +160,81 @@ def test_onnx_reference_gru_float64(lbr, sL, bS, n_in, H):
     h = cells.gruTimeLoop(x, hI, Wx, Wh, b, linear_before_reset=lbr)
     assert_close(h, Y[:, 0], F64_TOL, "Y", np.float64)
     assert_close(h[-1], Y_h[0], F64_TOL, "Y_h", np.float64)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+@pytest.mark.parametrize("lbr", [False, True], ids=["lbr0", "lbr1"])
+def test_onnxruntime_gru_sequence_lens(lbr, direction):
+    """ONNX GRU with sequence_lens and direction against cells' seq_len and forward (float32,
+    tolerance as above). ONNX Runtime returns Y_h = 0 for a row of length 0 where cells returns
+    the initial state (cells-math.md section 4): Y_h is compared on the other rows."""
+    ort = pytest.importorskip("onnxruntime")
+    sL, H, n_in = 6, 5, 4
+    lengths = np.array([6, 0, 3, 1, 5], dtype=np.int32)
+    bS = lengths.size
+    model = _build(lbr, sL, bS, n_in, H, np.float32, direction, with_lens=True)
+    rng = np.random.default_rng(4400 + int(lbr) + 2 * (direction == "reverse"))
+    x, hI, Wx, Wh, b, _, _ = (a.astype(np.float32) for a in
+                              make_seq_problem(rng, sL, bS, n_in, H, True))
+    feeds = _onnx_feeds(x, hI, Wx, Wh, b, np.float32)
+    feeds["sequence_lens"] = lengths
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    Y, Y_h = sess.run(None, feeds)
+    forward = direction == "forward"
+    h = cells.gruTimeLoop(x, hI, Wx, Wh, b, linear_before_reset=lbr, seq_len=lengths,
+                          forward=forward)
+    assert_close(h, Y[:, 0], F32_FWD_TOL, "Y", np.float32)
+    rows = np.flatnonzero(lengths)
+    last = np.where(forward, lengths - 1, 0)[rows]
+    assert_close(h[last, rows], Y_h[0, rows], F32_FWD_TOL, "Y_h", np.float32)
+
+
+@pytest.mark.parametrize("use_ws", [False, True])
+def test_torch_bidirectional_packed_gru(use_ws):
+    """torch.nn.GRU(bidirectional=True) on a packed batch of different lengths (torch rejects
+    length 0): its forward half is cells with seq_len, its reverse half cells with seq_len and
+    forward=False (weights *_l0_reverse). Outputs, final states and every autograd gradient,
+    float64."""
+    torch = pytest.importorskip("torch")
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    sL, n_in, H = 6, 4, 5
+    lengths = np.array([6, 2, 4, 1])
+    bS = lengths.size
+    rng = np.random.default_rng(4500)
+    fwd_problem = make_seq_problem(rng, sL, bS, n_in, H, True)
+    x, hI_f, Wx_f, Wh_f, b_f, dLdh_f, dLdhLast_f = fwd_problem
+    _, hI_r, Wx_r, Wh_r, b_r, dLdh_r, dLdhLast_r = make_seq_problem(rng, sL, bS, n_in, H, True)
+    for row, length in enumerate(lengths):  # gradients at padded outputs go nowhere in torch
+        dLdh_f[length:, row] = 0
+        dLdh_r[length:, row] = 0
+
+    gru = torch.nn.GRU(n_in, H, bidirectional=True, dtype=torch.float64)
+    params_f = _torch_params(torch, gru, Wx_f, Wh_f, b_f, suffix="_l0")
+    params_r = _torch_params(torch, gru, Wx_r, Wh_r, b_r, suffix="_l0_reverse")
+    tx = torch.from_numpy(x.copy()).requires_grad_(True)
+    th = torch.from_numpy(np.stack([hI_f, hI_r])).requires_grad_(True)
+    packed = pack_padded_sequence(tx, torch.from_numpy(lengths), enforce_sorted=False)
+    out_packed, hn = gru(packed, th)
+    out, _ = pad_packed_sequence(out_packed, total_length=sL)
+    loss = ((out * torch.from_numpy(np.concatenate([dLdh_f, dLdh_r], axis=2))).sum()
+            + (hn * torch.from_numpy(np.stack([dLdhLast_f, dLdhLast_r]))).sum())
+    loss.backward()
+
+    for half, forward, hI, Wx, Wh, b, dLdh, dLdhLast, params in (
+            (0, True, hI_f, Wx_f, Wh_f, b_f, dLdh_f, dLdhLast_f, params_f),
+            (1, False, hI_r, Wx_r, Wh_r, b_r, dLdh_r, dLdhLast_r, params_r)):
+        h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, linear_before_reset=True, seq_len=lengths,
+                                  forward=forward, return_workspace=True)
+        assert_close(h, out.detach().numpy()[..., half * H:(half + 1) * H], TORCH_TOL, "h")
+        last = lengths - 1 if forward else np.zeros_like(lengths)
+        assert_close(h[last, np.arange(bS)], hn.detach().numpy()[half], TORCH_TOL, "h_last")
+        dx, dhI, dWx, dWh, db = cells.gruTimeLoopBp(
+            x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhLast, linear_before_reset=True,
+            seq_len=lengths, forward=forward, workspace=ws if use_ws else None)
+        assert_close(dhI, th.grad.numpy()[half], TORCH_TOL, "dLdhI")
+        assert_close(dWx, params[0].grad.numpy().T, TORCH_TOL, "dLdWx")
+        assert_close(dWh, params[1].grad.numpy().T, TORCH_TOL, "dLdWh")
+        assert_close(db[0], params[2].grad.numpy(), TORCH_TOL, "dLdb[0]")
+        assert_close(db[1], params[3].grad.numpy(), TORCH_TOL, "dLdb[1]")
+        dx_total = dx if forward else dx_total + dx
+    assert_close(dx_total, tx.grad.numpy(), TORCH_TOL, "dLdx")
