@@ -1,10 +1,15 @@
-"""cells: fast, exact recurrent-cell kernels (GRU) for NumPy, mirroring libnd4j's helpers.
+"""cells: fast, exact recurrent-cell kernels for NumPy, mirroring libnd4j's helpers.
 
-    gruCell, gruCellBp            one step and its gradients
-    gruTimeLoop, gruTimeLoopBp    a whole sequence [sL, bS, nIn] and backpropagation through time
-    gruBlockCell, gruBlockCellBp  libnd4j's block cell (TensorFlow's GRUBlockCell)
+    gruCell, gruCellBp                  one GRU step and its gradients
+    gruTimeLoop, gruTimeLoopBp          a GRU over a sequence [sL, bS, nIn], and backpropagation
+    gruBlockCell, gruBlockCellBp        libnd4j's block cell (TensorFlow's GRUBlockCell)
+    lstmLayerCell, lstmLayerCellBp      libnd4j's lstmLayer cell (peepholes, cell clipping)
+    lstmLayerTimeLoop, lstmLayerTimeLoopBp
+    lltm_forward, lltm_backward         PyTorch's LLTM extension
+    lltmTimeLoop, lltmTimeLoopBp
 
-See cells.gru for the math, the shapes and the threading contract.
+The time loops take seq_len (variable lengths) and forward=False (reverse direction). See
+cells.gru, cells.lstm and cells.lltm for the math, the shapes and the threading contract.
 """
 from cells.gru import (
     GruWorkspace,
@@ -15,10 +20,30 @@ from cells.gru import (
     gruTimeLoop,
     gruTimeLoopBp,
 )
+from cells.lltm import (
+    LltmWorkspace,
+    lltm_backward,
+    lltm_forward,
+    lltmTimeLoop,
+    lltmTimeLoopBp,
+)
+
+from cells.lstm import (
+    LstmWorkspace,
+    lstmLayerCell,
+    lstmLayerCellBp,
+    lstmLayerTimeLoop,
+    lstmLayerTimeLoopBp,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LstmWorkspace",
+    "lstmLayerCell",
+    "lstmLayerCellBp",
+    "lstmLayerTimeLoop",
+    "lstmLayerTimeLoopBp",
     "GruWorkspace",
     "gruBlockCell",
     "gruBlockCellBp",
@@ -26,4 +51,9 @@ __all__ = [
     "gruCellBp",
     "gruTimeLoop",
     "gruTimeLoopBp",
+    "LltmWorkspace",
+    "lltm_backward",
+    "lltm_forward",
+    "lltmTimeLoop",
+    "lltmTimeLoopBp",
 ]

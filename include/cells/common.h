@@ -82,4 +82,15 @@ CELLS_FN double cells_sigmoid_d(double z) { return 1.0 / (1.0 + exp(-z)); }
 CELLS_FN float cells_tanh_f(float z) { return 1.0f - 2.0f / (1.0f + cells_exp_f(2.0f * z)); }
 CELLS_FN double cells_tanh_d(double z) { return tanh(z); }
 
+/* elu(z) = z (z > 0), α·(e^z - 1) (z <= 0), with α = 1 (the LLTM candidate). Float: e^z - 1
+ * with cells_exp_f (absolute error about 1e-7 near 0, which no gate sees: the candidate enters
+ * the cell state as an absolute quantity); double: expm1. */
+CELLS_FN float cells_elu_f(float z) { return z > 0.0f ? z : cells_exp_f(z) - 1.0f; }
+CELLS_FN double cells_elu_d(double z) { return z > 0.0 ? z : expm1(z); }
+
+/* elu'(z), given e = elu(z) (α = 1): 1 where z > 0 (there e > 0), else α·e^z = e + α. At the
+ * kink z = 0 (e = 0) that is α·e^0 = 1, the value PyTorch autograd uses. */
+CELLS_FN float cells_elu_grad_f(float e) { return e > 0.0f ? 1.0f : e + 1.0f; }
+CELLS_FN double cells_elu_grad_d(double e) { return e > 0.0 ? 1.0 : e + 1.0; }
+
 #endif

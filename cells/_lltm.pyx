@@ -1,0 +1,324 @@
+"""LLTM kernels: the forward and backward time loops, for float and double.
+
+The LLTM of PyTorch's C++-extension tutorial, over a sequence. Everything in cells' LLTM API is
+one of these two loops (lltm_forward / lltm_backward are the loops with sL = 1); the Python face
+(cells/lltm.py) validates and allocates.
+
+Notation (libnd4j's): sL steps, bS batch rows, nIn inputs, nOut = S units, G = 3·nOut gate
+columns in blocks (input, output, candidate), K = nOut + nIn columns of X = [h, x]. The weights
+are PyTorch's [G, K]: the recurrent product is hPrev·W_hᵀ with W_h = W[:, :nOut], the input one
+x·W_xᵀ with W_x = W[:, nOut:], both gemms with transB on row blocks of W. Every array is
+C-contiguous; shapes are given at each pointer.
+
+Sequences (seq_len, direction): row b runs loop steps t < len_b, at time index
+tau = step_time(t, len_b, forward); an inactive row keeps its state, its outputs at tau >= len_b
+are 0. Everything kept per step (outputs, workspace, dz) is tau-indexed.
+
+Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its rows of each of the
+three gate blocks of W) and runs single-threaded BLAS products for just those gate columns, then
+the row functions of include/cells/lltm.h for just those elements. Threads meet at one barrier
+per step, where a product needs the state (forward) or dL/dz (backward) that all threads wrote.
+"""
+from cython.parallel cimport parallel
+from libc.stdint cimport int64_t
+
+from cells._blas cimport real, gemm, gemm_part
+from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
+from cells._openmp cimport cells_barrier, cells_num_threads, cells_thread_num, part_start
+from cells._lltm_gates cimport lltm_bp_row, lltm_row
+
+cdef enum:
+    UNIT_ALIGN = 8  # units per thread block are a multiple of this (vector-aligned rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward
+# ---------------------------------------------------------------------------------------------
+
+cdef inline void forward_step(
+        bint fwd, Py_ssize_t t, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t K,
+        Py_ssize_t j0, Py_ssize_t j1,
+        const int64_t *seq_len,  # [bS] or NULL
+        const real *gx,     # [sL, bS, G]     x·W_xᵀ + b, tau-indexed
+        const real *W,      # [G, K]
+        real *z,            # [bS, G]         out: hC·W_hᵀ, then (active rows) the pre-activations
+        const real *hC,     # [bS, nOut]      the states entering this step
+        const real *cC,     # [bS, nOut]
+        real *hN,           # [bS, nOut]      out: the states leaving it
+        real *cN,           # [bS, nOut]
+        real *gates,        # keep: [sL, bS, G] out (tau-indexed i, o, n); else [bS, G] scratch
+        real *c,            # keep: [sL, bS, nOut] out (tau-indexed cell states); else unused
+        bint keep,
+        real *h,            # [sL, bS, nOut]  out (tau-indexed)
+        ) noexcept nogil:
+    """Units [j0, j1) of loop step t: z = zx + hC·W_hᵀ; i, o = σ(z0), σ(z1); n = elu(z2);
+    c = cC + n∘i; h = tanh(c)∘o for the active rows; the others carry their state and get zeros
+    at their padded time index t."""
+    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, k, bb, e, r, length, tau
+    cdef const real *zx
+    cdef real *zr
+    cdef real *g
+    for k in range(3):
+        gemm(False, True, bS, n, nOut, 1, hC, nOut, W + (k * nOut + j0) * K, K,
+             0, z + k * nOut + j0, G)
+    for bb in range(bS):
+        length = row_len(seq_len, bb, sL)
+        e = bb * nOut + j0
+        if t < length:
+            tau = step_time(t, length, fwd)
+            r = tau * bS + bb
+            zx, zr = gx + r * G + j0, z + bb * G + j0
+            g = (gates + r * G if keep else gates + bb * G) + j0
+            lltm_row(n, zx, zx + nOut, zx + 2 * nOut, zr, zr + nOut, zr + 2 * nOut, cC + e,
+                     g, g + nOut, g + 2 * nOut, cN + e, hN + e)
+            copy_units(n, <const real *>(hN + e), h + r * nOut + j0)
+            if keep:
+                copy_units(n, <const real *>(cN + e), c + r * nOut + j0)
+        else:
+            copy_units(n, hC + e, hN + e)
+            copy_units(n, cC + e, cN + e)
+            r = t * bS + bb  # t >= len_b: a padded time index of this row
+            zero_units(n, h + r * nOut + j0)
+            if keep:
+                for k in range(3):
+                    zero_units(n, gates + r * G + k * nOut + j0)
+                zero_units(n, c + r * nOut + j0)
+
+
+cdef void forward_loop(
+        bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
+        const real *x,      # [sL, bS, nIn]
+        const real *W,      # [G, K]          PyTorch's layout: columns h then x
+        const real *b,      # [G]
+        const real *hI,     # [bS, nOut]
+        const real *cI,     # [bS, nOut]
+        const int64_t *seq_len,  # [bS] or NULL (every row runs sL steps)
+        real *gx,           # [sL, bS, G]     scratch: x·W_xᵀ + b of every step
+        real *z,            # [bS, G]         scratch: the step's pre-activations (see above)
+        real *hs,           # [2, bS, nOut]   scratch: the state, double-buffered
+        real *cs,           # [2, bS, nOut]   scratch: the cell state, double-buffered
+        real *gates,        # keep: [sL, bS, G] out; else [bS, G] scratch
+        real *c,            # keep: [sL, bS, nOut] out; else NULL
+        bint keep,          # keep every step's gates and cell state (training)
+        real *h,            # [sL, bS, nOut]  out: every step's output
+        real *hL,           # [bS, nOut]      out: the final states
+        real *cL,           # [bS, nOut]
+        int n_threads) noexcept nogil:
+    cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, j0, j1, k, i, j, t, cur, nxt
+    cdef int part, nparts
+    with parallel(num_threads=n_threads):
+        part = cells_thread_num()
+        nparts = cells_num_threads()
+        j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
+        j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        # The input projection of every step at once: gx = x·W_xᵀ + b, this thread's columns.
+        for k in range(3):
+            gemm(False, True, sL * bS, j1 - j0, nIn, 1, x, nIn, W + (k * nOut + j0) * K + nOut, K,
+                 0, gx + k * nOut + j0, G)
+        for i in range(sL * bS):
+            for k in range(3):
+                for j in range(k * nOut + j0, k * nOut + j1):
+                    gx[i * G + j] += b[j]
+        for i in range(bS):
+            copy_units(j1 - j0, hI + i * nOut + j0, hs + i * nOut + j0)
+            copy_units(j1 - j0, cI + i * nOut + j0, cs + i * nOut + j0)
+        cells_barrier()  # the initial state is complete before any thread multiplies it
+        for t in range(sL):
+            cur = (t % 2) * bS * nOut
+            nxt = bS * nOut - cur
+            forward_step(fwd, t, sL, bS, nOut, K, j0, j1, seq_len, gx, W, z,
+                         hs + cur, cs + cur, hs + nxt, cs + nxt, gates, c, keep, h)
+            cells_barrier()  # the new state is complete before any thread multiplies it
+        cur = (sL % 2) * bS * nOut
+        for i in range(bS):
+            copy_units(j1 - j0, <const real *>(hs + cur + i * nOut + j0), hL + i * nOut + j0)
+            copy_units(j1 - j0, <const real *>(cs + cur + i * nOut + j0), cL + i * nOut + j0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward
+# ---------------------------------------------------------------------------------------------
+
+cdef inline void backward_step(
+        bint fwd, Py_ssize_t t, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t K,
+        Py_ssize_t j0, Py_ssize_t j1,
+        const int64_t *seq_len,  # [bS] or NULL
+        const real *W,      # [G, K]
+        const real *hI,     # [bS, nOut]
+        const real *h,      # [sL, bS, nOut]  forward outputs (tau-indexed)
+        const real *gates,  # [sL, bS, G]     forward i, o, n
+        const real *c,      # [sL, bS, nOut]  forward cell states
+        const real *dLdh,   # [sL, bS, nOut]  or NULL
+        real *d,            # [bS, G]         out: this step's dL/dz in loop order (0: inactive)
+        real *dz,           # [sL, bS, G]     out: the same, tau-indexed (0 at padded positions)
+        real *hp,           # [sL, bS, nOut]  out: tau-indexed previous state (0 at padded)
+        real *dh,           # [bS, nOut]      in: dL/dh from the later steps; out: dL/dhPrev
+        real *dc,           # [bS, nOut]      in: dL/dc from the later steps; out: dL/dcPrev
+        ) noexcept nogil:
+    """Units [j0, j1) of loop step t, for the active rows: the row function (dz and
+    dL/dcPrev = dĉ) and the gathered previous state; then, once all threads' dz are in place,
+    dL/dhPrev = dz·W_h (an inactive row has dz = 0 and keeps its dh)."""
+    cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, k, bb, e, r, length, tau
+    cdef const real *g
+    cdef const real *src
+    cdef real *dr
+    for bb in range(bS):
+        length = row_len(seq_len, bb, sL)
+        e, dr = bb * nOut + j0, d + bb * G + j0
+        if t < length:
+            tau = step_time(t, length, fwd)
+            r = tau * bS + bb
+            g = gates + r * G + j0
+            lltm_bp_row(n, dLdh + r * nOut + j0 if dLdh != NULL else NULL, dh + e, dc + e,
+                        g, g + nOut, g + 2 * nOut, c + r * nOut + j0,
+                        dr, dr + nOut, dr + 2 * nOut)
+            for k in range(3):
+                copy_units(n, <const real *>(dr + k * nOut), dz + r * G + k * nOut + j0)
+            # The state entering time index tau: forward, the output at tau-1 (hI at tau = 0);
+            # reverse, the output at tau+1 (hI at the row's last valid index).
+            if tau == (0 if fwd else length - 1):
+                src = hI + e
+            else:
+                src = h + ((tau - 1 if fwd else tau + 1) * bS + bb) * nOut + j0
+            copy_units(n, src, hp + r * nOut + j0)
+        else:
+            r = t * bS + bb  # t >= len_b: a padded time index of this row
+            for k in range(3):
+                zero_units(n, dr + k * nOut)
+                zero_units(n, dz + r * G + k * nOut + j0)
+            zero_units(n, hp + r * nOut + j0)
+    cells_barrier()  # every thread's dz of this step is in place
+    gemm(False, False, bS, n, G, 1, d, G, W + j0, K, 1, dh + j0, nOut)
+
+
+cdef void backward_loop(
+        bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
+        const real *x,      # [sL, bS, nIn]
+        const real *W,      # [G, K]
+        const real *hI,     # [bS, nOut]
+        const int64_t *seq_len,  # [bS] or NULL
+        const real *h,      # [sL, bS, nOut]  forward outputs
+        const real *gates,  # [sL, bS, G]     forward i, o, n
+        const real *c,      # [sL, bS, nOut]  forward cell states
+        const real *dLdh,   # [sL, bS, nOut]  or NULL: gradient arriving at every output
+        const real *dLdhL,  # [bS, nOut]      or NULL: gradient arriving at the final states
+        const real *dLdcL,  # [bS, nOut]      or NULL
+        real *dz,           # [sL, bS, G]     scratch: dL/dz of every step, tau-indexed
+        real *dzs,          # [2, bS, G]      scratch: the step's dL/dz in loop order, double-
+                            #                 buffered so that one barrier per step suffices
+        real *hp,           # [sL, bS, nOut]  scratch: the previous state, tau-indexed
+        real *dLdx,         # [sL, bS, nIn]   out
+        real *dLdW,         # [G, K]          out
+        real *dLdb,         # [G]             out
+        real *dLdhI,        # [bS, nOut]      out; the running dL/dh during the loop
+        real *dLdcI,        # [bS, nOut]      out; the running dL/dc during the loop
+        int n_threads) noexcept nogil:
+    """Backpropagation through time. Only the dL/dh, dL/dc recurrence runs step by step; dL/dx
+    and the weight and bias gradients are products over all steps after the loop:
+    dL/dx = dz·W_x, dL/dW = dzᵀ·[hPrev, x], dL/db = Σ dz."""
+    cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, SB = sL * bS, j0, j1, k, i, j, t, e, rows
+    cdef int part, nparts
+    with parallel(num_threads=n_threads):
+        part = cells_thread_num()
+        nparts = cells_num_threads()
+        j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
+        j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        for i in range(bS):
+            for j in range(j0, j1):
+                e = i * nOut + j
+                dLdhI[e] = dLdhL[e] if dLdhL != NULL else 0
+                dLdcI[e] = dLdcL[e] if dLdcL != NULL else 0
+        for t in range(sL - 1, -1, -1):
+            backward_step(fwd, t, sL, bS, nOut, K, j0, j1, seq_len, W, hI, h, gates, c,
+                          dLdh, dzs + (t % 2) * bS * G, dz, hp, dLdhI, dLdcI)
+        cells_barrier()  # dz and hp of every step are complete
+
+        # dL/dx = dz·W_x, split by input columns.
+        gemm_part(part, nparts, False, False, SB, nIn, G, 1, dz, G, W + nOut, K, 0, dLdx, nIn)
+        # The weight and bias gradients: this thread's rows of each gate block of dL/dW.
+        for k in range(3):
+            rows = k * nOut + j0
+            gemm(True, False, j1 - j0, nOut, SB, 1, dz + rows, G, hp, nOut,
+                 0, dLdW + rows * K, K)
+            gemm(True, False, j1 - j0, nIn, SB, 1, dz + rows, G, x, nIn,
+                 0, dLdW + rows * K + nOut, K)
+            sum_rows(SB, j1 - j0, dz + rows, G, dLdb + rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points for cells/lltm.py, which has validated every shape and dtype. Arrays arrive as
+# flat C-contiguous views; their sizes (and seq_len's values) are checked once more here so that
+# no caller can make the kernels read or write out of bounds.
+# ---------------------------------------------------------------------------------------------
+
+cdef inline real *ptr(const real[::1] a) noexcept nogil:
+    """The data of a flat view; NULL for None (an array the call does not use) or empty."""
+    return <real *>&a[0] if a is not None and a.shape[0] > 0 else NULL
+
+
+cdef const int64_t *lengths_ptr(const int64_t[::1] seq_len, Py_ssize_t sL,
+                                  Py_ssize_t bS) except? NULL:
+    """seq_len's data (NULL for None) after checking its size and values."""
+    cdef Py_ssize_t b
+    if seq_len is None:
+        return NULL
+    _check_sizes(seq_len=(seq_len, bS))
+    for b in range(bS):
+        if seq_len[b] < 0 or seq_len[b] > sL:
+            raise ValueError(f"internal: seq_len[{b}] = {seq_len[b]} is outside [0, {sL}]")
+    return &seq_len[0] if bS > 0 else NULL
+
+
+def _check_sizes(**arrays_and_sizes):
+    for name, (a, size) in arrays_and_sizes.items():
+        if a is not None and a.shape[0] != size:
+            raise ValueError(f"internal: {name} has {a.shape[0]} elements, expected {size}")
+
+
+def lltm_forward(bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
+                 const real[::1] x, const real[::1] W, const real[::1] b, const real[::1] hI,
+                 const real[::1] cI, const int64_t[::1] seq_len,
+                 real[::1] gx, real[::1] z, real[::1] hs, real[::1] cs,
+                 real[::1] gates, real[::1] c, bint keep,
+                 real[::1] h, real[::1] hL, real[::1] cL, int n_threads):
+    """Run the forward loop. keep=True writes every step's gates [sL, bS, 3nOut] and cell states
+    c [sL, bS, nOut]; keep=False uses gates as one step's scratch [bS, 3nOut] (c: None).
+    z [bS, 3nOut] holds the last step's pre-activations of the rows active in it afterwards."""
+    cdef Py_ssize_t G = 3 * nOut
+    _check_sizes(x=(x, sL * bS * nIn), W=(W, G * (nOut + nIn)), b=(b, G), hI=(hI, bS * nOut),
+                 cI=(cI, bS * nOut), gx=(gx, sL * bS * G), z=(z, bS * G), hs=(hs, 2 * bS * nOut),
+                 cs=(cs, 2 * bS * nOut), gates=(gates, (sL if keep else 1) * bS * G),
+                 h=(h, sL * bS * nOut), hL=(hL, bS * nOut), cL=(cL, bS * nOut))
+    if keep:
+        if c is None:
+            raise ValueError("internal: keep=True needs c")
+        _check_sizes(c=(c, sL * bS * nOut))
+    cdef const int64_t *lens = lengths_ptr(seq_len, sL, bS)
+    with nogil:
+        forward_loop(fwd, sL, bS, nIn, nOut, ptr(x), ptr(W), ptr(b), ptr(hI), ptr(cI), lens,
+                     ptr(gx), ptr(z), ptr(hs), ptr(cs), ptr(gates), ptr(c), keep, ptr(h),
+                     ptr(hL), ptr(cL), n_threads)
+
+
+def lltm_backward(bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
+                  const real[::1] x, const real[::1] W, const real[::1] hI,
+                  const int64_t[::1] seq_len, const real[::1] h, const real[::1] gates,
+                  const real[::1] c, const real[::1] dLdh, const real[::1] dLdhL,
+                  const real[::1] dLdcL, real[::1] dz, real[::1] dzs, real[::1] hp,
+                  real[::1] dLdx, real[::1] dLdW, real[::1] dLdb, real[::1] dLdhI,
+                  real[::1] dLdcI, int n_threads):
+    """Run the backward loop. dLdh, dLdhL and dLdcL may be None (no gradient arrives there).
+    h is read only at steps after a row's first, so with sL = 1 any [bS, nOut] array will do."""
+    cdef Py_ssize_t G = 3 * nOut
+    _check_sizes(x=(x, sL * bS * nIn), W=(W, G * (nOut + nIn)), hI=(hI, bS * nOut),
+                 h=(h, sL * bS * nOut),
+                 gates=(gates, sL * bS * G), c=(c, sL * bS * nOut), dLdh=(dLdh, sL * bS * nOut),
+                 dLdhL=(dLdhL, bS * nOut), dLdcL=(dLdcL, bS * nOut), dz=(dz, sL * bS * G),
+                 dzs=(dzs, 2 * bS * G), hp=(hp, sL * bS * nOut), dLdx=(dLdx, sL * bS * nIn),
+                 dLdW=(dLdW, G * (nOut + nIn)), dLdb=(dLdb, G), dLdhI=(dLdhI, bS * nOut),
+                 dLdcI=(dLdcI, bS * nOut))
+    cdef const int64_t *lens = lengths_ptr(seq_len, sL, bS)
+    with nogil:
+        backward_loop(fwd, sL, bS, nIn, nOut, ptr(x), ptr(W), ptr(hI), lens, ptr(h), ptr(gates),
+                      ptr(c), ptr(dLdh), ptr(dLdhL), ptr(dLdcL), ptr(dz), ptr(dzs), ptr(hp),
+                      ptr(dLdx), ptr(dLdW), ptr(dLdb), ptr(dLdhI), ptr(dLdcI), n_threads)

@@ -1,0 +1,250 @@
+"""LLTM: PyTorch's C++-extension tutorial cell (lltm_forward, lltm_backward) and its sequence
+version (lltmTimeLoop, lltmTimeLoopBp).
+
+S = nOut units; the weights are PyTorch's Linear layout W [3S, S+nIn] on X = [h, x] (h first),
+b [3S], gate blocks (input, output, candidate):
+
+    z = X·Wᵀ + b,  i = σ(z0),  o = σ(z1),  n = elu(z2) (α = 1),
+    c' = c + n∘i,  h' = tanh(c')∘o
+
+Backward (g = dL/dh', dc = dL/dc'): dĉ = g∘o∘(1 - tanh²c') + dc; dz0 = dĉ∘n∘i(1-i);
+dz1 = g∘tanh(c')∘o(1-o); dz2 = dĉ∘i∘elu'(z2) with elu'(z) = 1 (z > 0), α·e^z (z <= 0), the value
+PyTorch autograd gives at z = 0 too; dX = dz·W, dW = dzᵀ·X, db = Σ_b dz, dL/dc = dĉ.
+
+Every function takes float32 or float64 arrays of one dtype, in any memory order (read-only is
+fine), and returns new C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set,
+else all cores) is the number of OpenMP threads; BLAS is held at one thread meanwhile.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from cells import _lltm
+from cells import _validate as check
+from cells._threads import resolve_n_threads, sequential_blas
+
+
+class LltmWorkspace(NamedTuple):
+    """What lltmTimeLoop(..., return_workspace=True) keeps for lltmTimeLoopBp: 5·S values per
+    batch row and step, tau-indexed (the time index of x) and 0 at padded positions
+    (tau >= seq_len[b]):
+      h     [sL, bS, S]   the outputs (the array lltmTimeLoop returns)
+      gates [sL, bS, 3S]  the activated gates i, o and the candidate n = elu(z2)
+      c     [sL, bS, S]   the cell state after the step
+    """
+
+    h: np.ndarray
+    gates: np.ndarray
+    c: np.ndarray
+
+
+# ---------------------------------------------------------------------------------------------
+# The tutorial's cell
+# ---------------------------------------------------------------------------------------------
+
+def lltm_forward(input, weights, bias, old_h, old_cell, *, n_threads=None):
+    """One LLTM step, as the tutorial's lltm_forward.
+
+    input [B, nIn], weights [3S, S+nIn], bias [3S], old_h [B, S], old_cell [B, S].
+    Returns (new_h, new_cell, input_gate, output_gate, candidate_cell, X, gate_weights):
+    the first five [B, S]; X = [old_h, input] [B, S+nIn]; gate_weights = X·weightsᵀ + bias
+    [B, 3S], the pre-activations.
+    """
+    check.real_arrays(input=input, old_h=old_h)
+    check.ndim("input", input, 2, "[B, nIn]")
+    check.ndim("old_h", old_h, 2, "[B, S]")
+    dims = _check_lltm(_CELL_NAMES, input[None], weights, bias, old_h, old_cell)
+    _, B, _, S = dims
+    dtype = input.dtype
+    gate_weights = np.empty((B, 3 * S), dtype)
+    _, new_h, new_cell, ws = _forward(dims, input[None], weights, bias, old_h, old_cell, None,
+                                      True, True, resolve_n_threads(n_threads), z=gate_weights)
+    i, o, n = (ws.gates[0, :, k * S:(k + 1) * S].copy() for k in range(3))
+    X = np.concatenate([old_h, input], axis=1)
+    return new_h, new_cell, i, o, n, X, gate_weights
+
+
+def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidate_cell, X,
+                  gate_weights, weights, *, n_threads=None):
+    """Gradients of one LLTM step, as the tutorial's lltm_backward (without its mistakes).
+
+    grad_h, grad_cell [B, S]: the gradients arriving at new_h and new_cell; the other arguments
+    are lltm_forward's outputs and weights [3S, S+nIn]. Returns (d_old_h [B, S], d_input
+    [B, nIn], d_weights [3S, S+nIn], d_bias [3S], d_old_cell [B, S]); d_bias has bias's shape
+    (the tutorial's [1, 3S] is summed to it by autograd anyway), and
+    d_old_cell = grad_cell + grad_h∘o∘(1 - tanh²(new_cell)).
+
+    elu'(z2) is taken from candidate_cell n = elu(z2): n + 1 = e^z2 where n <= 0, 1 where n > 0
+    (1 at z2 = 0, as PyTorch autograd). gate_weights is checked for shape only: the
+    candidate_cell it produced carries all the backward needs of it.
+    """
+    check.real_arrays(grad_h=grad_h, grad_cell=grad_cell, new_cell=new_cell,
+                      input_gate=input_gate, output_gate=output_gate,
+                      candidate_cell=candidate_cell, X=X, gate_weights=gate_weights,
+                      weights=weights)
+    check.ndim("grad_h", grad_h, 2, "[B, S]")
+    check.ndim("X", X, 2, "[B, S+nIn]")
+    B, S = grad_h.shape
+    if X.shape[0] != B or X.shape[1] < S:
+        raise ValueError(f"X: expected shape (B, S+nIn) with B = {B}, S = {S} (from grad_h) "
+                         f"and nIn >= 0, got {X.shape}")
+    nIn = X.shape[1] - S
+    for name, a in (("grad_cell", grad_cell), ("new_cell", new_cell),
+                    ("input_gate", input_gate), ("output_gate", output_gate),
+                    ("candidate_cell", candidate_cell)):
+        check.shape(name, a, (B, S), "[B, S] (from grad_h)")
+    check.shape("gate_weights", gate_weights, (B, 3 * S), "[B, 3S]")
+    check.shape("weights", weights, (3 * S, S + nIn), "[3S, S+nIn]")
+    check.gemm_dims(**{"B": B, "S+nIn": S + nIn, "3S": 3 * S})
+    dims = (1, B, nIn, S)
+    hI = X[:, :S]
+    gates = np.concatenate([input_gate, output_gate, candidate_cell], axis=1)[None]
+    # h (the outputs of earlier steps) is never read with one step: hI stands in for it.
+    ws = LltmWorkspace(hI, gates, new_cell[None])
+    dLdx, dLdW, dLdb, dLdhI, dLdcI = _backward(
+        dims, X[None, :, S:], weights, hI, None, True, ws, None, grad_h, grad_cell,
+        resolve_n_threads(n_threads))
+    return dLdhI, dLdx[0], dLdW, dLdb, dLdcI
+
+
+# ---------------------------------------------------------------------------------------------
+# Sequences
+# ---------------------------------------------------------------------------------------------
+
+def lltmTimeLoop(x, W, b, hI, cI, *, seq_len=None, forward=True, return_workspace=False,
+                 n_threads=None):
+    """LLTM over a sequence.
+
+    x [sL, bS, nIn] (time-major), W [3S, S+nIn], b [3S], hI, cI [bS, S] the initial states.
+    seq_len [bS] (integers in [0, sL], or None = sL for every row): row b runs its first
+    seq_len[b] time steps (forward=False: those steps from the last to the first); its outputs
+    at later time indices are 0 and its final states are those after its last valid step (hI,
+    cI when seq_len[b] = 0).
+    Returns (h [sL, bS, S] every step's output, hL, cL [bS, S] the final states); with
+    return_workspace=True returns (h, hL, cL, workspace), the LltmWorkspace that lets
+    lltmTimeLoopBp skip recomputing this forward pass.
+    """
+    fwd = check.flag("forward", forward)
+    keep = check.flag("return_workspace", return_workspace)
+    dims = _check_sequence(x, W, b, hI, cI)
+    lens = check.seq_len(seq_len, dims[0], dims[1])
+    h, hL, cL, ws = _forward(dims, x, W, b, hI, cI, lens, fwd, keep, resolve_n_threads(n_threads))
+    return (h, hL, cL, ws) if keep else (h, hL, cL)
+
+
+def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=None, forward=True,
+                   workspace=None, n_threads=None):
+    """Backpropagation through time for lltmTimeLoop (same x, W, b, hI, cI, seq_len, forward).
+
+    dLdh [sL, bS, S] is the gradient arriving at every step's output, dLdhL and dLdcL [bS, S]
+    those arriving at the final states (each may be None: no gradient). `workspace`, from
+    lltmTimeLoop(..., return_workspace=True) on the same inputs, skips recomputing the forward.
+    Returns (dLdx [sL, bS, nIn], dLdW [3S, S+nIn], dLdb [3S], dLdhI [bS, S], dLdcI [bS, S]); the
+    weight gradients are summed over time, and nothing flows through padded steps.
+    """
+    fwd = check.flag("forward", forward)
+    dims = _check_sequence(x, W, b, hI, cI, dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
+    sL, bS, nIn, S = dims
+    if dLdh is not None:
+        check.shape("dLdh", dLdh, (sL, bS, S), "[sL, bS, S]")
+    for name, g in (("dLdhL", dLdhL), ("dLdcL", dLdcL)):
+        if g is not None:
+            check.shape(name, g, (bS, S), "[bS, S]")
+    lens = check.seq_len(seq_len, sL, bS)
+    if workspace is not None:
+        _check_workspace(workspace, dims, x.dtype)
+    return _backward(dims, x, W, hI, cI, fwd, workspace, dLdh, dLdhL, dLdcL,
+                     resolve_n_threads(n_threads), b=b, lens=lens)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------------
+
+# The argument names and shapes of the cell functions and of the sequence functions, in the
+# order x, W, b, hI, cI.
+_CELL_NAMES = (("input", "[B, nIn]"), ("weights", "[3S, S+nIn]"), ("bias", "[3S]"),
+               ("old_h", "[B, S]"), ("old_cell", "[B, S]"))
+_SEQ_NAMES = (("x", "[sL, bS, nIn]"), ("W", "[3S, S+nIn]"), ("b", "[3S]"), ("hI", "[bS, S]"),
+              ("cI", "[bS, S]"))
+
+
+def _check_sequence(x, W, b, hI, cI, **grads):
+    check.real_arrays(optional=grads, x=x, hI=hI, **grads)
+    check.ndim("x", x, 3, "[sL, bS, nIn]")
+    check.ndim("hI", hI, 2, "[bS, S]")
+    return _check_lltm(_SEQ_NAMES, x, W, b, hI, cI, **grads)
+
+
+def _check_lltm(names, x, W, b, hI, cI, **grads):
+    """Check W, b, cI against x [sL, bS, nIn] and hI [bS, S] (ranks already checked); return
+    (sL, bS, nIn, S). `names` gives each argument's public name and shape."""
+    (nx, _), (nW, mW), (nb, mb), (nh, mh), (nc, mc) = names
+    check.real_arrays(optional=grads, **{nx: x, nW: W, nb: b, nh: hI, nc: cI}, **grads)
+    sL, bS, nIn = x.shape
+    S = hI.shape[1]
+    check.shape(nh, hI, (bS, S), f"{mh} (B from {nx})")
+    check.shape(nc, cI, (bS, S), f"{mc} (like {nh})")
+    check.shape(nW, W, (3 * S, S + nIn), mW)
+    check.shape(nb, b, (3 * S,), mb)
+    check.gemm_dims(**{"sL*bS": sL * bS, "S+nIn": S + nIn, "3S": 3 * S})
+    return sL, bS, nIn, S
+
+
+def _check_workspace(ws, dims, dtype):
+    if not isinstance(ws, LltmWorkspace):
+        raise TypeError(f"workspace: expected the LltmWorkspace returned by lltmTimeLoop, "
+                        f"got {type(ws).__name__}")
+    sL, bS, _, S = dims
+    for name, a, expected in (("h", ws.h, (sL, bS, S)), ("gates", ws.gates, (sL, bS, 3 * S)),
+                              ("c", ws.c, (sL, bS, S))):
+        if not isinstance(a, np.ndarray) or a.dtype != dtype:
+            raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
+                            f"{getattr(a, 'dtype', type(a).__name__)}")
+        check.shape(f"workspace.{name}", a, expected, "(the shapes of this call's x and hI)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls into the kernels (cells/_lltm.pyx)
+# ---------------------------------------------------------------------------------------------
+
+def _forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
+    """Run the forward kernel; return (h, hL, cL, LltmWorkspace or None). z, when given, is a
+    [bS, 3S] array that receives the pre-activations of the last step (all rows active)."""
+    sL, bS, nIn, S = dims
+    G, dtype = 3 * S, x.dtype
+    gates = np.empty((sL if keep else 1, bS, G), dtype)
+    c = np.empty((sL, bS, S), dtype) if keep else None
+    h = np.empty((sL, bS, S), dtype)
+    hL = np.empty((bS, S), dtype)
+    cL = np.empty((bS, S), dtype)
+    z = np.empty((bS, G), dtype) if z is None else z
+    f = check.flat
+    with sequential_blas():
+        _lltm.lltm_forward(
+            fwd, sL, bS, nIn, S, f(x), f(W), f(b), f(hI), f(cI), lens,
+            np.empty(sL * bS * G, dtype), f(z), np.empty(2 * bS * S, dtype),
+            np.empty(2 * bS * S, dtype), f(gates), f(c), keep, f(h), f(hL), f(cL), n_threads)
+    return h, hL, cL, (LltmWorkspace(h, gates, c) if keep else None)
+
+
+def _backward(dims, x, W, hI, cI, fwd, ws, dLdh, dLdhL, dLdcL, n_threads, b=None, lens=None):
+    """Run the backward kernel (after the forward one, on b and cI, when `ws` is None); return
+    (dLdx, dLdW, dLdb, dLdhI, dLdcI)."""
+    sL, bS, nIn, S = dims
+    G, dtype = 3 * S, x.dtype
+    if ws is None:
+        _, _, _, ws = _forward(dims, x, W, b, hI, cI, lens, fwd, True, n_threads)
+    dLdx = np.empty((sL, bS, nIn), dtype)
+    dLdW = np.empty((G, S + nIn), dtype)
+    dLdb = np.empty(G, dtype)
+    dLdhI = np.empty((bS, S), dtype)
+    dLdcI = np.empty((bS, S), dtype)
+    f = check.flat
+    with sequential_blas():
+        _lltm.lltm_backward(
+            fwd, sL, bS, nIn, S, f(x), f(W), f(hI), lens, f(ws.h), f(ws.gates), f(ws.c),
+            f(dLdh), f(dLdhL), f(dLdcL), np.empty(sL * bS * G, dtype),
+            np.empty(2 * bS * G, dtype), np.empty(sL * bS * S, dtype),
+            f(dLdx), f(dLdW), dLdb, f(dLdhI), f(dLdcI), n_threads)
+    return dLdx, dLdW, dLdb, dLdhI, dLdcI

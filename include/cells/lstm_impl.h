@@ -1,0 +1,106 @@
+/* LSTM point functions: the math of one (batch row, hidden unit) element.
+ *
+ * Included twice by lstm.h, with REAL = float / double and FN(name) naming the two versions
+ * (cells_lstm_*_f / cells_lstm_*_d). Gate blocks are (i, f, g, o) = input, forget, cell
+ * candidate, output (libnd4j lstmLayer, PyTorch). Optional peephole weights wp = (wp_i, wp_f,
+ * wp_o) and a cell clip `clip` (+infinity: no clipping):
+ *   zi = x·Wx_i + hPrev·Wr_i + b_i + wp_i∘cPrev     i = σ(zi)
+ *   zf = x·Wx_f + hPrev·Wr_f + b_f + wp_f∘cPrev     f = σ(zf)
+ *   zg = x·Wx_g + hPrev·Wr_g + b_g                  g = tanh(zg)
+ *   c  = clip(f∘cPrev + i∘g)                        clip(v) = min(max(v, -clip), clip)
+ *   zo = x·Wx_o + hPrev·Wr_o + b_o + wp_o∘c         o = σ(zo)   (the new, clipped c)
+ *   h  = o∘tanh(c)
+ */
+
+/* v limited to [-clip, clip]; NaN stays NaN. */
+CELLS_FN REAL FN(lstm_clip)(REAL v, REAL clip) {
+    v = v < -clip ? -clip : v;
+    return v > clip ? clip : v;
+}
+
+/* One step of one unit. zi, zf, zg, zo hold everything but the peephole terms. */
+CELLS_FN void FN(lstm_step)(REAL zi, REAL zf, REAL zg, REAL zo, REAL wpi, REAL wpf, REAL wpo,
+                            REAL clip, REAL cPrev,
+                            REAL *i, REAL *f, REAL *g, REAL *o, REAL *c, REAL *h) {
+    *i = SIGMOID(zi + wpi * cPrev);
+    *f = SIGMOID(zf + wpf * cPrev);
+    *g = TANH(zg);
+    *c = FN(lstm_clip)(*f * cPrev + *i * *g, clip);
+    *o = SIGMOID(zo + wpo * *c);
+    *h = *o * TANH(*c);
+}
+
+/* Backward of one step of one unit, given dh = dL/dh and dc = dL/dc arriving at its outputs
+ * (from the later steps and the step's own output):
+ *   τ = tanh(c),  dzo = dh∘τ∘o(1-o)
+ *   dĉ = dc + dh∘o∘(1-τ²) + dzo∘wp_o          (the whole adjoint of the clipped c)
+ *   dĉr = dĉ where |c| < clip, else 0          (through the clip; an element at the bound is
+ *                                               taken as clipped)
+ *   dzi = dĉr∘g∘i(1-i),  dzf = dĉr∘cPrev∘f(1-f),  dzg = dĉr∘i∘(1-g²)
+ *   dcPrev = dĉr∘f + dzi∘wp_i + dzf∘wp_f
+ * (dL/dhPrev = dz·Wrᵀ is a product over all units: the caller's.) */
+CELLS_FN void FN(lstm_bp_step)(REAL dh, REAL dc, REAL i, REAL f, REAL g, REAL o, REAL c,
+                               REAL cPrev, REAL wpi, REAL wpf, REAL wpo, REAL clip,
+                               REAL *dzi, REAL *dzf, REAL *dzg, REAL *dzo, REAL *dcPrev) {
+    REAL tau = TANH(c);
+    *dzo = dh * tau * o * (1 - o);
+    REAL dcTotal = dc + dh * o * (1 - tau * tau) + *dzo * wpo;
+    REAL dcRaw = c >= clip || c <= -clip ? 0 : dcTotal;
+    *dzi = dcRaw * g * i * (1 - i);
+    *dzf = dcRaw * cPrev * f * (1 - f);
+    *dzg = dcRaw * i * (1 - g * g);
+    *dcPrev = dcRaw * f + *dzi * wpi + *dzf * wpf;
+}
+
+/* Row loops: one batch row, n units, for the CPU time loops (cells/_lstm.pyx). Each gate block is
+ * its own pointer, already offset to the first unit; no two overlap, so the loops vectorise.
+ * Pointers marked "or NULL" mean zero peephole weights or gradients. */
+
+CELLS_ROW FN(lstm_row)(
+        ptrdiff_t n,
+        const REAL *CELLS_RESTRICT xi, const REAL *CELLS_RESTRICT xf,
+        const REAL *CELLS_RESTRICT xg, const REAL *CELLS_RESTRICT xo,  /* x·Wx + b */
+        const REAL *CELLS_RESTRICT hi, const REAL *CELLS_RESTRICT hf,
+        const REAL *CELLS_RESTRICT hg, const REAL *CELLS_RESTRICT ho,  /* hPrev·Wr */
+        const REAL *CELLS_RESTRICT wpi, const REAL *CELLS_RESTRICT wpf,
+        const REAL *CELLS_RESTRICT wpo,                                 /* or NULL */
+        REAL clip, const REAL *CELLS_RESTRICT cPrev,
+        REAL *CELLS_RESTRICT i, REAL *CELLS_RESTRICT f, REAL *CELLS_RESTRICT g,
+        REAL *CELLS_RESTRICT o, REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        FN(lstm_step)(xi[j] + hi[j], xf[j] + hf[j], xg[j] + hg[j], xo[j] + ho[j],
+                      wpi ? wpi[j] : 0, wpf ? wpf[j] : 0, wpo ? wpo[j] : 0, clip, cPrev[j],
+                      &i[j], &f[j], &g[j], &o[j], &c[j], &h[j]);
+}
+
+/* dh: in, dL/dh from the later steps (dLdh, the gradient at this step's output, is added);
+ * out, 0: dL/dhPrev is dz·Wrᵀ, which the caller adds. dc: in, dL/dc from the later steps; out,
+ * dL/dcPrev. dwpi, dwpf, dwpo (all three or none NULL) accumulate the peephole gradients
+ * dzi∘cPrev, dzf∘cPrev, dzo∘c. */
+CELLS_ROW FN(lstm_bp_row)(
+        ptrdiff_t n,
+        const REAL *CELLS_RESTRICT dLdh,                                /* or NULL */
+        const REAL *CELLS_RESTRICT i, const REAL *CELLS_RESTRICT f,
+        const REAL *CELLS_RESTRICT g, const REAL *CELLS_RESTRICT o,
+        const REAL *CELLS_RESTRICT c, const REAL *CELLS_RESTRICT cPrev,
+        const REAL *CELLS_RESTRICT wpi, const REAL *CELLS_RESTRICT wpf,
+        const REAL *CELLS_RESTRICT wpo,                                 /* or NULL */
+        REAL clip,
+        REAL *CELLS_RESTRICT dzi, REAL *CELLS_RESTRICT dzf, REAL *CELLS_RESTRICT dzg,
+        REAL *CELLS_RESTRICT dzo, REAL *CELLS_RESTRICT dh, REAL *CELLS_RESTRICT dc,
+        REAL *CELLS_RESTRICT dwpi, REAL *CELLS_RESTRICT dwpf,
+        REAL *CELLS_RESTRICT dwpo) {                                    /* or NULL */
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j) {
+        FN(lstm_bp_step)(dh[j] + (dLdh ? dLdh[j] : 0), dc[j], i[j], f[j], g[j], o[j], c[j],
+                         cPrev[j], wpi ? wpi[j] : 0, wpf ? wpf[j] : 0, wpo ? wpo[j] : 0, clip,
+                         &dzi[j], &dzf[j], &dzg[j], &dzo[j], &dc[j]);
+        dh[j] = 0;
+        if (dwpi) {
+            dwpi[j] += dzi[j] * cPrev[j];
+            dwpf[j] += dzf[j] * cPrev[j];
+            dwpo[j] += dzo[j] * c[j];
+        }
+    }
+}
