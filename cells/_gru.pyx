@@ -24,10 +24,8 @@ from cells._gru_gates cimport (
     bp_state_row, lbr_bp_reset_row, lbr_row, rb_bp_reset_row, rb_gates_row, rb_state_row,
 )
 from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
-from cells._openmp cimport cells_barrier, cells_num_threads, cells_thread_num, part_start
+from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 
-cdef enum:
-    UNIT_ALIGN = 8  # units per thread block are a multiple of this (vector-aligned rows)
 
 
 cdef inline const real *prev_state(Py_ssize_t t, Py_ssize_t b, Py_ssize_t length, bint forward,
@@ -71,12 +69,10 @@ cdef void forward(
     cdef real *zh
     cdef real *g
     cdef const real *zx
-    cdef int part, nparts
+    cdef ThreadUnits me
     with parallel(num_threads=n_threads):
-        part = cells_thread_num()
-        nparts = cells_num_threads()
-        j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
-        j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        me = thread_units(nOut)
+        j0, j1 = me.j0, me.j1
         n = j1 - j0
         # The input projection of every step at once: gx = x·Wx + bx, this thread's columns.
         for k in range(3):
@@ -174,12 +170,10 @@ cdef void backward(
     cdef real *d
     cdef real *ds
     cdef real *dhc
-    cdef int part, nparts
+    cdef ThreadUnits me
     with parallel(num_threads=n_threads):
-        part = cells_thread_num()
-        nparts = cells_num_threads()
-        j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
-        j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        me = thread_units(nOut)
+        j0, j1 = me.j0, me.j1
         n = j1 - j0
         for b in range(bS):
             if dLdhLast != NULL:
@@ -251,7 +245,7 @@ cdef void backward(
         cells_barrier()  # dz, hp and aux of every step are complete
 
         # dL/dx = dz·Wxᵀ, split by input columns.
-        gemm_part(part, nparts, False, True, SB, nIn, G, 1, dz, G, Wx, G, 0, dLdx, nIn)
+        gemm_part(me.part, me.nparts, False, True, SB, nIn, G, 1, dz, G, Wx, G, 0, dLdx, nIn)
         # The weight and bias gradients, this thread's unit columns of each gate block.
         for k in range(3):
             gemm(True, False, nIn, n, SB, 1, x, nIn, dz + k * nOut + j0, G,

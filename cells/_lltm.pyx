@@ -24,11 +24,9 @@ from libc.stdint cimport int64_t
 
 from cells._blas cimport real, gemm, gemm_part
 from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
-from cells._openmp cimport cells_barrier, cells_num_threads, cells_thread_num, part_start
+from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._lltm_gates cimport lltm_bp_row, lltm_row
 
-cdef enum:
-    UNIT_ALIGN = 8  # units per thread block are a multiple of this (vector-aligned rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,12 +103,10 @@ cdef void forward_loop(
         real *cL,           # [bS, nOut]
         int n_threads) noexcept nogil:
     cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, j0, j1, k, i, j, t, cur, nxt
-    cdef int part, nparts
+    cdef ThreadUnits me
     with parallel(num_threads=n_threads):
-        part = cells_thread_num()
-        nparts = cells_num_threads()
-        j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
-        j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        me = thread_units(nOut)
+        j0, j1 = me.j0, me.j1
         # The input projection of every step at once: gx = x·W_xᵀ + b, this thread's columns.
         for k in range(3):
             gemm(False, True, sL * bS, j1 - j0, nIn, 1, x, nIn, W + (k * nOut + j0) * K + nOut, K,
@@ -217,12 +213,10 @@ cdef void backward_loop(
     and the weight and bias gradients are products over all steps after the loop:
     dL/dx = dz·W_x, dL/dW = dzᵀ·[hPrev, x], dL/db = Σ dz."""
     cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, SB = sL * bS, j0, j1, k, i, j, t, e, rows
-    cdef int part, nparts
+    cdef ThreadUnits me
     with parallel(num_threads=n_threads):
-        part = cells_thread_num()
-        nparts = cells_num_threads()
-        j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
-        j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        me = thread_units(nOut)
+        j0, j1 = me.j0, me.j1
         for i in range(bS):
             for j in range(j0, j1):
                 e = i * nOut + j
@@ -234,7 +228,7 @@ cdef void backward_loop(
         cells_barrier()  # dz and hp of every step are complete
 
         # dL/dx = dz·W_x, split by input columns.
-        gemm_part(part, nparts, False, False, SB, nIn, G, 1, dz, G, W + nOut, K, 0, dLdx, nIn)
+        gemm_part(me.part, me.nparts, False, False, SB, nIn, G, 1, dz, G, W + nOut, K, 0, dLdx, nIn)
         # The weight and bias gradients: this thread's rows of each gate block of dL/dW.
         for k in range(3):
             rows = k * nOut + j0

@@ -25,11 +25,9 @@ from cells._blas cimport real, gemm, gemm_part
 from libc.stdint cimport int64_t
 
 from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
-from cells._openmp cimport cells_barrier, cells_num_threads, cells_thread_num, part_start
+from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._lstm_gates cimport lstm_bp_row, lstm_row
 
-cdef enum:
-    UNIT_ALIGN = 8  # units per thread block are a multiple of this (vector-aligned rows)
 
 
 cdef inline const real *offset(const real *a, Py_ssize_t k) noexcept nogil:
@@ -74,12 +72,10 @@ cdef void forward(
     cdef real *hnext
     cdef real *cnext
     cdef real *gt
-    cdef int part, nparts
+    cdef ThreadUnits me
     with parallel(num_threads=n_threads):
-        part = cells_thread_num()
-        nparts = cells_num_threads()
-        j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
-        j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        me = thread_units(nOut)
+        j0, j1 = me.j0, me.j1
         n = j1 - j0
         wpi = offset(Wp, j0)
         wpf = offset(Wp, nOut + j0)
@@ -182,12 +178,10 @@ cdef void backward(
     cdef real *dwpi
     cdef real *dwpf
     cdef real *dwpo
-    cdef int part, nparts
+    cdef ThreadUnits me
     with parallel(num_threads=n_threads):
-        part = cells_thread_num()
-        nparts = cells_num_threads()
-        j0 = part_start(nOut, part, nparts, UNIT_ALIGN)
-        j1 = part_start(nOut, part + 1, nparts, UNIT_ALIGN)
+        me = thread_units(nOut)
+        j0, j1 = me.j0, me.j1
         n = j1 - j0
         wpi = offset(Wp, j0)
         wpf = offset(Wp, nOut + j0)
@@ -247,7 +241,7 @@ cdef void backward(
         cells_barrier()  # dz and hp of every step are complete
 
         # dL/dx = dz·Wxᵀ, split by input columns.
-        gemm_part(part, nparts, False, True, SB, nIn, G, 1, dz, G, Wx, G, 0, dLdx, nIn)
+        gemm_part(me.part, me.nparts, False, True, SB, nIn, G, 1, dz, G, Wx, G, 0, dLdx, nIn)
         # The weight and bias gradients, this thread's unit columns of each gate block.
         for k in range(4):
             gemm(True, False, nIn, n, SB, 1, x, nIn, dz + k * nOut + j0, G,

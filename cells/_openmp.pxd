@@ -34,3 +34,20 @@ cdef inline Py_ssize_t part_start(Py_ssize_t n, int part, int nparts,
     calls like this: a variable set through a pointer would be shared by all threads.)"""
     cdef Py_ssize_t chunks = (n + align - 1) // align
     return min(n, (chunks * part // nparts) * align)
+
+
+cdef struct ThreadUnits:
+    int part            # this thread, of
+    int nparts          # the threads of the region
+    Py_ssize_t j0, j1   # the units it owns: [j0, j1)
+
+
+cdef inline ThreadUnits thread_units(Py_ssize_t nOut) noexcept nogil:
+    """Inside a parallel region, the block of the nOut hidden units this thread owns: nearly
+    equal blocks starting at multiples of 8, so that every thread's rows stay vector-aligned."""
+    cdef ThreadUnits me
+    me.part = cells_thread_num()
+    me.nparts = cells_num_threads()
+    me.j0 = part_start(nOut, me.part, me.nparts, 8)
+    me.j1 = part_start(nOut, me.part + 1, me.nparts, 8)
+    return me

@@ -1,7 +1,7 @@
 /* GRU point functions: the math of one (batch row, hidden unit) element.
  *
- * Included twice by gru.h, with REAL = float / double and FN(name) naming the two versions
- * (cells_gru_*_f / cells_gru_*_d). Gate blocks are (r, u, c) = reset, update, candidate.
+ * Compiled for float and double by gru.h through instantiate.h (REAL, and FN(name) naming
+ * cells_gru_*_f / cells_gru_*_d). Gate blocks are (r, u, c) = reset, update, candidate.
  * Pre-activations already hold every bias that is a plain sum:
  *   zr = x·Wx_r + bx_r + hPrev·Wh_r + bh_r,   zu likewise,
  * and the two variants differ only in where the recurrent candidate term enters:
@@ -16,23 +16,23 @@ CELLS_FN REAL FN(gru_state)(REAL u, REAL c, REAL hPrev) { return c + u * (hPrev 
 /* Reset-before, first half of a step: the gates r, u and the reset state r∘hPrev that enters
  * the candidate's recurrent product. */
 CELLS_FN void FN(gru_rb_gates)(REAL zr, REAL zu, REAL hPrev, REAL *r, REAL *u, REAL *rh) {
-    *r = SIGMOID(zr);
-    *u = SIGMOID(zu);
+    *r = FN(sigmoid)(zr);
+    *u = FN(sigmoid)(zu);
     *rh = *r * hPrev;
 }
 
 /* Reset-before, second half: zc = x·Wx_c + bx_c + bh_c + (r∘hPrev)·Wh_c. */
 CELLS_FN void FN(gru_rb_state)(REAL zc, REAL u, REAL hPrev, REAL *c, REAL *h) {
-    *c = TANH(zc);
+    *c = FN(tanh)(zc);
     *h = FN(gru_state)(u, *c, hPrev);
 }
 
 /* Linear-before-reset, a whole step: xc = x·Wx_c + bx_c, hc = hPrev·Wh_c + bh_c. */
 CELLS_FN void FN(gru_lbr_step)(REAL zr, REAL zu, REAL xc, REAL hc, REAL hPrev,
                                REAL *r, REAL *u, REAL *c, REAL *h) {
-    *r = SIGMOID(zr);
-    *u = SIGMOID(zu);
-    *c = TANH(xc + *r * hc);
+    *r = FN(sigmoid)(zr);
+    *u = FN(sigmoid)(zu);
+    *c = FN(tanh)(xc + *r * hc);
     *h = FN(gru_state)(*u, *c, hPrev);
 }
 

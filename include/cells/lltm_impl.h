@@ -1,7 +1,7 @@
 /* LLTM point functions: the math of one (batch row, unit) element.
  *
- * Included twice by lltm.h, with REAL = float / double and FN(name) naming the two versions
- * (cells_lltm_*_f / cells_lltm_*_d). The LLTM of PyTorch's C++-extension tutorial: on
+ * Compiled for float and double by lltm.h through instantiate.h (REAL, and FN(name) naming
+ * cells_lltm_*_f / cells_lltm_*_d). The LLTM of PyTorch's C++-extension tutorial: on
  * X = [hPrev, x] (h first) with W [3S, S+nIn] and b [3S] (PyTorch's Linear layout), the
  * pre-activations z = X·Wᵀ + b in gate blocks (input, output, candidate), and
  *   i = σ(z0),  o = σ(z1),  n = elu(z2) (α = 1),  c = cPrev + n∘i,  h = tanh(c)∘o.
@@ -10,11 +10,11 @@
 /* One step forward. */
 CELLS_FN void FN(lltm_step)(REAL z0, REAL z1, REAL z2, REAL cPrev,
                             REAL *i, REAL *o, REAL *n, REAL *c, REAL *h) {
-    *i = SIGMOID(z0);
-    *o = SIGMOID(z1);
-    *n = ELU(z2);
+    *i = FN(sigmoid)(z0);
+    *o = FN(sigmoid)(z1);
+    *n = FN(elu)(z2);
     *c = cPrev + *n * *i;
-    *h = TANH(*c) * *o;
+    *h = FN(tanh)(*c) * *o;
 }
 
 /* One step backward, given g = dL/dh and dc = dL/dc (the gradients reaching h and c from
@@ -24,11 +24,11 @@ CELLS_FN void FN(lltm_step)(REAL z0, REAL z1, REAL z2, REAL cPrev,
  * and dL/dcPrev = dĉ (c = cPrev + n∘i). elu'(z2) is taken from n = elu(z2): see common.h. */
 CELLS_FN void FN(lltm_bp_step)(REAL g, REAL dc, REAL i, REAL o, REAL n, REAL c,
                                REAL *dz0, REAL *dz1, REAL *dz2, REAL *dcPrev) {
-    REAL tc = TANH(c);
+    REAL tc = FN(tanh)(c);
     REAL dct = g * o * (1 - tc * tc) + dc;
     *dz0 = dct * n * i * (1 - i);
     *dz1 = g * tc * o * (1 - o);
-    *dz2 = dct * i * ELU_GRAD(n);
+    *dz2 = dct * i * FN(elu_grad)(n);
     *dcPrev = dct;
 }
 

@@ -4,24 +4,7 @@
 
 #include "cells/common.h"
 
-#define REAL float
-#define FN(name) cells_##name##_f
-#define SIGMOID cells_sigmoid_f
-#define TANH cells_tanh_f
-#include "cells/lstm_impl.h"
-#undef REAL
-#undef FN
-#undef SIGMOID
-#undef TANH
-
-#define REAL double
-#define FN(name) cells_##name##_d
-#define SIGMOID cells_sigmoid_d
-#define TANH cells_tanh_d
-#include "cells/lstm_impl.h"
-#undef REAL
-#undef FN
-#undef SIGMOID
-#undef TANH
+#define CELLS_IMPL "cells/lstm_impl.h"
+#include "cells/instantiate.h"
 
 #endif

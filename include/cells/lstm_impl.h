@@ -1,7 +1,7 @@
 /* LSTM point functions: the math of one (batch row, hidden unit) element.
  *
- * Included twice by lstm.h, with REAL = float / double and FN(name) naming the two versions
- * (cells_lstm_*_f / cells_lstm_*_d). Gate blocks are (i, f, g, o) = input, forget, cell
+ * Compiled for float and double by lstm.h through instantiate.h (REAL, and FN(name) naming
+ * cells_lstm_*_f / cells_lstm_*_d). Gate blocks are (i, f, g, o) = input, forget, cell
  * candidate, output (libnd4j lstmLayer, PyTorch). Optional peephole weights wp = (wp_i, wp_f,
  * wp_o) and a cell clip `clip` (+infinity: no clipping):
  *   zi = x·Wx_i + hPrev·Wr_i + b_i + wp_i∘cPrev     i = σ(zi)
@@ -22,12 +22,12 @@ CELLS_FN REAL FN(lstm_clip)(REAL v, REAL clip) {
 CELLS_FN void FN(lstm_step)(REAL zi, REAL zf, REAL zg, REAL zo, REAL wpi, REAL wpf, REAL wpo,
                             REAL clip, REAL cPrev,
                             REAL *i, REAL *f, REAL *g, REAL *o, REAL *c, REAL *h) {
-    *i = SIGMOID(zi + wpi * cPrev);
-    *f = SIGMOID(zf + wpf * cPrev);
-    *g = TANH(zg);
+    *i = FN(sigmoid)(zi + wpi * cPrev);
+    *f = FN(sigmoid)(zf + wpf * cPrev);
+    *g = FN(tanh)(zg);
     *c = FN(lstm_clip)(*f * cPrev + *i * *g, clip);
-    *o = SIGMOID(zo + wpo * *c);
-    *h = *o * TANH(*c);
+    *o = FN(sigmoid)(zo + wpo * *c);
+    *h = *o * FN(tanh)(*c);
 }
 
 /* Backward of one step of one unit, given dh = dL/dh and dc = dL/dc arriving at its outputs
@@ -42,7 +42,7 @@ CELLS_FN void FN(lstm_step)(REAL zi, REAL zf, REAL zg, REAL zo, REAL wpi, REAL w
 CELLS_FN void FN(lstm_bp_step)(REAL dh, REAL dc, REAL i, REAL f, REAL g, REAL o, REAL c,
                                REAL cPrev, REAL wpi, REAL wpf, REAL wpo, REAL clip,
                                REAL *dzi, REAL *dzf, REAL *dzg, REAL *dzo, REAL *dcPrev) {
-    REAL tau = TANH(c);
+    REAL tau = FN(tanh)(c);
     *dzo = dh * tau * o * (1 - o);
     REAL dcTotal = dc + dh * o * (1 - tau * tau) + *dzo * wpo;
     REAL dcRaw = c >= clip || c <= -clip ? 0 : dcTotal;
