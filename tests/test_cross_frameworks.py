@@ -220,6 +220,7 @@ def test_torch_bidirectional_packed_gru(use_ws):
             + (hn * torch.from_numpy(np.stack([dLdhLast_f, dLdhLast_r]))).sum())
     loss.backward()
 
+    dx_total = np.zeros_like(x)
     for half, forward, hI, Wx, Wh, b, dLdh, dLdhLast, params in (
             (0, True, hI_f, Wx_f, Wh_f, b_f, dLdh_f, dLdhLast_f, params_f),
             (1, False, hI_r, Wx_r, Wh_r, b_r, dLdh_r, dLdhLast_r, params_r)):
@@ -236,5 +237,5 @@ def test_torch_bidirectional_packed_gru(use_ws):
         assert_close(dWh, params[1].grad.numpy().T, TORCH_TOL, "dLdWh")
         assert_close(db[0], params[2].grad.numpy(), TORCH_TOL, "dLdb[0]")
         assert_close(db[1], params[3].grad.numpy(), TORCH_TOL, "dLdb[1]")
-        dx_total = dx if forward else dx_total + dx
+        dx_total = dx_total + dx  # x feeds both directions
     assert_close(dx_total, tx.grad.numpy(), TORCH_TOL, "dLdx")
