@@ -62,6 +62,16 @@ def gemm_dims(**dims):
             raise ValueError(f"{name} = {n} is larger than BLAS's 32-bit limit {MAX_GEMM_DIM}")
 
 
+def output_grads(sL, bS, nOut, dLdh, **final_state_grads):
+    """Shapes of the gradients arriving at a time loop's outputs, each None or right: dLdh
+    [sL, bS, nOut] at every step's output, the others [bS, nOut] at the final states."""
+    if dLdh is not None:
+        shape("dLdh", dLdh, (sL, bS, nOut), "[sL, bS, nOut]")
+    for name, g in final_state_grads.items():
+        if g is not None:
+            shape(name, g, (bS, nOut), "[bS, nOut]")
+
+
 def seq_len(lengths, sL, bS):
     """Check a `seq_len` argument: None (every row runs all sL steps) or integers [bS] in
     [0, sL]. Returns None or the lengths as a C-contiguous int64 array for the kernels."""

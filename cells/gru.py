@@ -109,10 +109,7 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
     _check_ranks(x, hI, x_ndim=3)
     dims = _check_gru(x, hI, Wx, Wh, b, dLdh=dLdh, dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
-    if dLdh is not None:
-        check.shape("dLdh", dLdh, (sL, bS, nOut), "[sL, bS, nOut]")
-    if dLdhLast is not None:
-        check.shape("dLdhLast", dLdhLast, (bS, nOut), "[bS, nOut]")
+    check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS)
     if workspace is not None:
         _check_workspace(workspace, dims, x.dtype, lbr)

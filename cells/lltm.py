@@ -145,11 +145,7 @@ def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=Non
     fwd = check.flag("forward", forward)
     dims = _check_sequence(x, W, b, hI, cI, dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
     sL, bS, nIn, S = dims
-    if dLdh is not None:
-        check.shape("dLdh", dLdh, (sL, bS, S), "[sL, bS, S]")
-    for name, g in (("dLdhL", dLdhL), ("dLdcL", dLdcL)):
-        if g is not None:
-            check.shape(name, g, (bS, S), "[bS, S]")
+    check.output_grads(sL, bS, S, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
     lens = check.seq_len(seq_len, sL, bS)
     if workspace is not None:
         _check_workspace(workspace, dims, x.dtype)

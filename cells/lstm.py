@@ -127,11 +127,7 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
     fwd = check.flag("forward", forward)
     dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=3, dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
     sL, bS, _, nOut = dims
-    if dLdh is not None:
-        check.shape("dLdh", dLdh, (sL, bS, nOut), "[sL, bS, nOut]")
-    for name, g in (("dLdhL", dLdhL), ("dLdcL", dLdcL)):
-        if g is not None:
-            check.shape(name, g, (bS, nOut), "[bS, nOut]")
+    check.output_grads(sL, bS, nOut, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
     lengths = check.seq_len(seq_len, sL, bS)
     if workspace is not None:
         _check_workspace(workspace, dims, x.dtype, lengths, fwd, clip, Wp is not None)
