@@ -20,11 +20,13 @@ from cython.parallel cimport parallel
 from libc.stdint cimport int64_t
 
 from cells._blas cimport real, gemm, gemm_part
+from cells._entry cimport lengths_ptr, ptr
 from cells._gru_gates cimport (
     bp_state_row, lbr_bp_reset_row, lbr_row, rb_bp_reset_row, rb_gates_row, rb_state_row,
 )
 from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
+from cells._validate import kernel_arrays
 
 
 
@@ -269,20 +271,6 @@ cdef void backward(
 # kernels read or write out of bounds.
 # ---------------------------------------------------------------------------------------------
 
-cdef inline real *ptr(const real[::1] a) noexcept nogil:
-    """The data of a flat view; NULL for None (an array the variant does not use) or empty."""
-    return <real *>&a[0] if a is not None and a.shape[0] > 0 else NULL
-
-
-def _check_sizes(seq_len, Py_ssize_t bS, Py_ssize_t sL, **arrays_and_sizes):
-    for name, (a, size) in arrays_and_sizes.items():
-        if a is not None and a.shape[0] != size:
-            raise ValueError(f"internal: {name} has {a.shape[0]} elements, expected {size}")
-    if seq_len is not None and (seq_len.shape[0] != bS or
-                                any(not 0 <= seq_len[b] <= sL for b in range(bS))):
-        raise ValueError(f"internal: seq_len must be {bS} lengths in [0, {sL}]")
-
-
 def gru_forward(bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
                 const real[::1] x, const real[::1] hI, const real[::1] Wx, const real[::1] Wh,
                 const real[::1] bx, const real[::1] bhc, const int64_t[::1] seq_len, bint fwd,
@@ -292,16 +280,15 @@ def gru_forward(bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize
     [sL, bS, nOut]; keep=False uses them as one step's scratch ([bS, 3nOut], [bS, nOut]).
     h must be zero-filled when seq_len is given (its padded steps are not written)."""
     cdef Py_ssize_t G = 3 * nOut, steps = sL if keep else 1
-    _check_sizes(seq_len, bS, sL, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G),
-                 Wh=(Wh, nOut * G), bx=(bx, G), bhc=(bhc, nOut), gx=(gx, sL * bS * G),
-                 gh=(gh, bS * G), rh=(rh, bS * nOut), state=(state, 2 * bS * nOut),
-                 gates=(gates, steps * bS * G), hc=(hc, steps * bS * nOut),
-                 h=(h, sL * bS * nOut))
-    cdef const int64_t *lengths = &seq_len[0] if seq_len is not None and bS > 0 else NULL
+    kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G),
+                  Wh=(Wh, nOut * G), bx=(bx, G), bhc=(bhc, nOut), gx=(gx, sL * bS * G),
+                  gh=(gh, bS * G), rh=(rh, bS * nOut), state=(state, 2 * bS * nOut),
+                  gates=(gates, steps * bS * G), hc=(hc, steps * bS * nOut),
+                  h=(h, sL * bS * nOut))
     with nogil:
         forward(lbr, sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(Wx), ptr(Wh), ptr(bx), ptr(bhc),
-                lengths, fwd, ptr(gx), ptr(gh), ptr(rh), ptr(state), ptr(gates), ptr(hc), keep,
-                ptr(h), n_threads)
+                lengths_ptr(seq_len), fwd, ptr(gx), ptr(gh), ptr(rh), ptr(state), ptr(gates),
+                ptr(hc), keep, ptr(h), n_threads)
 
 
 def gru_backward(bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
@@ -315,18 +302,18 @@ def gru_backward(bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssiz
     """Run the backward loop. dLdh, dLdhLast and dLdgates may be None (no gradient arrives
     there)."""
     cdef Py_ssize_t G = 3 * nOut
-    _check_sizes(seq_len, bS, sL, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G),
-                 Wh=(Wh, nOut * G), h=(h, sL * bS * nOut), gates=(gates, sL * bS * G),
-                 hc=(hc, sL * bS * nOut), dLdh=(dLdh, sL * bS * nOut),
-                 dLdhLast=(dLdhLast, bS * nOut), dLdgates=(dLdgates, sL * bS * G),
-                 dzs=(dzs, 2 * bS * G), dhcs=(dhcs, 2 * bS * nOut), a=(a, bS * nOut),
-                 dz=(dz, sL * bS * G), hp=(hp, sL * bS * nOut), aux=(aux, sL * bS * nOut),
-                 dLdx=(dLdx, sL * bS * nIn), dLdhI=(dLdhI, bS * nOut), dLdWx=(dLdWx, nIn * G),
-                 dLdWh=(dLdWh, nOut * G), dLdbx=(dLdbx, G), dLdbhc=(dLdbhc, nOut))
-    cdef const int64_t *lengths = &seq_len[0] if seq_len is not None and bS > 0 else NULL
+    kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G),
+                  Wh=(Wh, nOut * G), h=(h, sL * bS * nOut), gates=(gates, sL * bS * G),
+                  hc=(hc, sL * bS * nOut), dLdh=(dLdh, sL * bS * nOut),
+                  dLdhLast=(dLdhLast, bS * nOut), dLdgates=(dLdgates, sL * bS * G),
+                  dzs=(dzs, 2 * bS * G), dhcs=(dhcs, 2 * bS * nOut), a=(a, bS * nOut),
+                  dz=(dz, sL * bS * G), hp=(hp, sL * bS * nOut), aux=(aux, sL * bS * nOut),
+                  dLdx=(dLdx, sL * bS * nIn), dLdhI=(dLdhI, bS * nOut), dLdWx=(dLdWx, nIn * G),
+                  dLdWh=(dLdWh, nOut * G), dLdbx=(dLdbx, G), dLdbhc=(dLdbhc, nOut))
     with nogil:
-        backward(lbr, sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(Wx), ptr(Wh), lengths, fwd,
-                 ptr(h), ptr(gates), ptr(hc), ptr(dLdh), ptr(dLdhLast), ptr(dLdgates),
+        backward(lbr, sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(Wx), ptr(Wh),
+                 lengths_ptr(seq_len), fwd, ptr(h), ptr(gates), ptr(hc), ptr(dLdh),
+                 ptr(dLdhLast), ptr(dLdgates),
                  ptr(dzs), ptr(dhcs), ptr(a), ptr(dz), ptr(hp), ptr(aux),
                  ptr(dLdx), ptr(dLdhI), ptr(dLdWx), ptr(dLdWh), ptr(dLdbx), ptr(dLdbhc),
                  n_threads)

@@ -23,8 +23,10 @@ from cython.parallel cimport parallel
 from libc.stdint cimport int64_t
 
 from cells._blas cimport real, gemm, gemm_part
+from cells._entry cimport lengths_ptr, ptr
 from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
+from cells._validate import kernel_arrays
 from cells._lltm_gates cimport lltm_bp_row, lltm_row
 
 
@@ -228,7 +230,8 @@ cdef void backward_loop(
         cells_barrier()  # dz and hp of every step are complete
 
         # dL/dx = dz·W_x, split by input columns.
-        gemm_part(me.part, me.nparts, False, False, SB, nIn, G, 1, dz, G, W + nOut, K, 0, dLdx, nIn)
+        gemm_part(me.part, me.nparts, False, False, SB, nIn, G, 1, dz, G, W + nOut, K,
+                  0, dLdx, nIn)
         # The weight and bias gradients: this thread's rows of each gate block of dL/dW.
         for k in range(3):
             rows = k * nOut + j0
@@ -245,30 +248,6 @@ cdef void backward_loop(
 # no caller can make the kernels read or write out of bounds.
 # ---------------------------------------------------------------------------------------------
 
-cdef inline real *ptr(const real[::1] a) noexcept nogil:
-    """The data of a flat view; NULL for None (an array the call does not use) or empty."""
-    return <real *>&a[0] if a is not None and a.shape[0] > 0 else NULL
-
-
-cdef const int64_t *lengths_ptr(const int64_t[::1] seq_len, Py_ssize_t sL,
-                                  Py_ssize_t bS) except? NULL:
-    """seq_len's data (NULL for None) after checking its size and values."""
-    cdef Py_ssize_t b
-    if seq_len is None:
-        return NULL
-    _check_sizes(seq_len=(seq_len, bS))
-    for b in range(bS):
-        if seq_len[b] < 0 or seq_len[b] > sL:
-            raise ValueError(f"internal: seq_len[{b}] = {seq_len[b]} is outside [0, {sL}]")
-    return &seq_len[0] if bS > 0 else NULL
-
-
-def _check_sizes(**arrays_and_sizes):
-    for name, (a, size) in arrays_and_sizes.items():
-        if a is not None and a.shape[0] != size:
-            raise ValueError(f"internal: {name} has {a.shape[0]} elements, expected {size}")
-
-
 def lltm_forward(bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
                  const real[::1] x, const real[::1] W, const real[::1] b, const real[::1] hI,
                  const real[::1] cI, const int64_t[::1] seq_len,
@@ -279,19 +258,19 @@ def lltm_forward(bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssiz
     c [sL, bS, nOut]; keep=False uses gates as one step's scratch [bS, 3nOut] (c: None).
     z [bS, 3nOut] holds the last step's pre-activations of the rows active in it afterwards."""
     cdef Py_ssize_t G = 3 * nOut
-    _check_sizes(x=(x, sL * bS * nIn), W=(W, G * (nOut + nIn)), b=(b, G), hI=(hI, bS * nOut),
-                 cI=(cI, bS * nOut), gx=(gx, sL * bS * G), z=(z, bS * G), hs=(hs, 2 * bS * nOut),
-                 cs=(cs, 2 * bS * nOut), gates=(gates, (sL if keep else 1) * bS * G),
-                 h=(h, sL * bS * nOut), hL=(hL, bS * nOut), cL=(cL, bS * nOut))
+    kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), W=(W, G * (nOut + nIn)), b=(b, G),
+                  hI=(hI, bS * nOut), cI=(cI, bS * nOut), gx=(gx, sL * bS * G), z=(z, bS * G),
+                  hs=(hs, 2 * bS * nOut), cs=(cs, 2 * bS * nOut),
+                  gates=(gates, (sL if keep else 1) * bS * G), h=(h, sL * bS * nOut),
+                  hL=(hL, bS * nOut), cL=(cL, bS * nOut))
     if keep:
         if c is None:
             raise ValueError("internal: keep=True needs c")
-        _check_sizes(c=(c, sL * bS * nOut))
-    cdef const int64_t *lens = lengths_ptr(seq_len, sL, bS)
+        kernel_arrays(sL, bS, None, c=(c, sL * bS * nOut))
     with nogil:
-        forward_loop(fwd, sL, bS, nIn, nOut, ptr(x), ptr(W), ptr(b), ptr(hI), ptr(cI), lens,
-                     ptr(gx), ptr(z), ptr(hs), ptr(cs), ptr(gates), ptr(c), keep, ptr(h),
-                     ptr(hL), ptr(cL), n_threads)
+        forward_loop(fwd, sL, bS, nIn, nOut, ptr(x), ptr(W), ptr(b), ptr(hI), ptr(cI),
+                     lengths_ptr(seq_len), ptr(gx), ptr(z), ptr(hs), ptr(cs), ptr(gates), ptr(c),
+                     keep, ptr(h), ptr(hL), ptr(cL), n_threads)
 
 
 def lltm_backward(bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
@@ -304,15 +283,15 @@ def lltm_backward(bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssi
     """Run the backward loop. dLdh, dLdhL and dLdcL may be None (no gradient arrives there).
     h is read only at steps after a row's first, so with sL = 1 any [bS, nOut] array will do."""
     cdef Py_ssize_t G = 3 * nOut
-    _check_sizes(x=(x, sL * bS * nIn), W=(W, G * (nOut + nIn)), hI=(hI, bS * nOut),
-                 h=(h, sL * bS * nOut),
-                 gates=(gates, sL * bS * G), c=(c, sL * bS * nOut), dLdh=(dLdh, sL * bS * nOut),
-                 dLdhL=(dLdhL, bS * nOut), dLdcL=(dLdcL, bS * nOut), dz=(dz, sL * bS * G),
-                 dzs=(dzs, 2 * bS * G), hp=(hp, sL * bS * nOut), dLdx=(dLdx, sL * bS * nIn),
-                 dLdW=(dLdW, G * (nOut + nIn)), dLdb=(dLdb, G), dLdhI=(dLdhI, bS * nOut),
-                 dLdcI=(dLdcI, bS * nOut))
-    cdef const int64_t *lens = lengths_ptr(seq_len, sL, bS)
+    kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), W=(W, G * (nOut + nIn)),
+                  hI=(hI, bS * nOut), h=(h, sL * bS * nOut), gates=(gates, sL * bS * G),
+                  c=(c, sL * bS * nOut), dLdh=(dLdh, sL * bS * nOut), dLdhL=(dLdhL, bS * nOut),
+                  dLdcL=(dLdcL, bS * nOut), dz=(dz, sL * bS * G), dzs=(dzs, 2 * bS * G),
+                  hp=(hp, sL * bS * nOut), dLdx=(dLdx, sL * bS * nIn),
+                  dLdW=(dLdW, G * (nOut + nIn)), dLdb=(dLdb, G), dLdhI=(dLdhI, bS * nOut),
+                  dLdcI=(dLdcI, bS * nOut))
     with nogil:
-        backward_loop(fwd, sL, bS, nIn, nOut, ptr(x), ptr(W), ptr(hI), lens, ptr(h), ptr(gates),
-                      ptr(c), ptr(dLdh), ptr(dLdhL), ptr(dLdcL), ptr(dz), ptr(dzs), ptr(hp),
-                      ptr(dLdx), ptr(dLdW), ptr(dLdb), ptr(dLdhI), ptr(dLdcI), n_threads)
+        backward_loop(fwd, sL, bS, nIn, nOut, ptr(x), ptr(W), ptr(hI), lengths_ptr(seq_len),
+                      ptr(h), ptr(gates), ptr(c), ptr(dLdh), ptr(dLdhL), ptr(dLdcL), ptr(dz),
+                      ptr(dzs), ptr(hp), ptr(dLdx), ptr(dLdW), ptr(dLdb), ptr(dLdhI), ptr(dLdcI),
+                      n_threads)

@@ -22,10 +22,12 @@ where a product needs columns that other threads wrote: once per step.
 from cython.parallel cimport parallel
 
 from cells._blas cimport real, gemm, gemm_part
+from cells._entry cimport lengths_ptr, ptr
 from libc.stdint cimport int64_t
 
 from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
+from cells._validate import kernel_arrays
 from cells._lstm_gates cimport lstm_bp_row, lstm_row
 
 
@@ -258,31 +260,6 @@ cdef void backward(
 # kernels read or write out of bounds.
 # ---------------------------------------------------------------------------------------------
 
-cdef inline real *ptr(const real[::1] a) noexcept nogil:
-    """The data of a flat view; NULL for None (an array the variant does not use) or empty."""
-    return <real *>&a[0] if a is not None and a.shape[0] > 0 else NULL
-
-
-cdef inline const int64_t *lengths_ptr(const int64_t[::1] a) noexcept nogil:
-    return &a[0] if a is not None and a.shape[0] > 0 else NULL
-
-
-def _check_sizes(**arrays_and_sizes):
-    for name, (a, size) in arrays_and_sizes.items():
-        if a is not None and a.shape[0] != size:
-            raise ValueError(f"internal: {name} has {a.shape[0]} elements, expected {size}")
-
-
-def _check_lengths(const int64_t[::1] seq_len, Py_ssize_t sL, Py_ssize_t bS):
-    cdef Py_ssize_t b
-    if seq_len is None:
-        return
-    _check_sizes(seq_len=(seq_len, bS))
-    for b in range(bS):
-        if seq_len[b] < 0 or seq_len[b] > sL:
-            raise ValueError(f"internal: seq_len[{b}] = {seq_len[b]} is outside [0, {sL}]")
-
-
 def lstm_forward(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
                  const real[::1] x, const real[::1] hI, const real[::1] cI,
                  const real[::1] Wx, const real[::1] Wr, const real[::1] b, const real[::1] Wp,
@@ -294,16 +271,15 @@ def lstm_forward(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
     c [sL, bS, nOut]; keep=False uses gates as one step's scratch [bS, 4nOut] and c is None.
     b, Wp and seq_len may be None; clip is +inf for no clipping."""
     cdef Py_ssize_t G = 4 * nOut, steps = sL if keep else 1
-    _check_sizes(x=(x, sL * bS * nIn), hI=(hI, bS * nOut), cI=(cI, bS * nOut),
-                 Wx=(Wx, nIn * G), Wr=(Wr, nOut * G), b=(b, G), Wp=(Wp, 3 * nOut),
-                 gx=(gx, sL * bS * G), gh=(gh, bS * G), hs=(hs, 2 * bS * nOut),
-                 cs=(cs, 2 * bS * nOut), gates=(gates, steps * bS * G),
-                 h=(h, sL * bS * nOut), hL=(hL, bS * nOut), cL=(cL, bS * nOut))
+    kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), cI=(cI, bS * nOut),
+                  Wx=(Wx, nIn * G), Wr=(Wr, nOut * G), b=(b, G), Wp=(Wp, 3 * nOut),
+                  gx=(gx, sL * bS * G), gh=(gh, bS * G), hs=(hs, 2 * bS * nOut),
+                  cs=(cs, 2 * bS * nOut), gates=(gates, steps * bS * G), h=(h, sL * bS * nOut),
+                  hL=(hL, bS * nOut), cL=(cL, bS * nOut))
     if keep:
-        _check_sizes(c=(c, sL * bS * nOut))
+        kernel_arrays(sL, bS, None, c=(c, sL * bS * nOut))
         if c is None and sL * bS * nOut > 0:
             raise ValueError("internal: keep=True needs c")
-    _check_lengths(seq_len, sL, bS)
     with nogil:
         forward(sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(cI), ptr(Wx), ptr(Wr), ptr(b), ptr(Wp),
                 <real>clip, lengths_ptr(seq_len), fwd, ptr(gx), ptr(gh), ptr(hs), ptr(cs),
@@ -322,17 +298,15 @@ def lstm_backward(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
     """Run the backward loop. Wp, seq_len, dLdh, dLdhL, dLdcL, dLdb may be None; dLdWp is None
     exactly when Wp is."""
     cdef Py_ssize_t G = 4 * nOut
-    _check_sizes(x=(x, sL * bS * nIn), hI=(hI, bS * nOut), cI=(cI, bS * nOut),
-                 Wx=(Wx, nIn * G), Wr=(Wr, nOut * G), Wp=(Wp, 3 * nOut),
-                 h=(h, sL * bS * nOut), c=(c, sL * bS * nOut), gates=(gates, sL * bS * G),
-                 dLdh=(dLdh, sL * bS * nOut), dLdhL=(dLdhL, bS * nOut),
-                 dLdcL=(dLdcL, bS * nOut), dz=(dz, sL * bS * G), dzs=(dzs, 2 * bS * G),
-                 hp=(hp, sL * bS * nOut), dLdx=(dLdx, sL * bS * nIn),
-                 dLdhI=(dLdhI, bS * nOut), dLdcI=(dLdcI, bS * nOut), dLdWx=(dLdWx, nIn * G),
-                 dLdWr=(dLdWr, nOut * G), dLdb=(dLdb, G), dLdWp=(dLdWp, 3 * nOut))
+    kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), cI=(cI, bS * nOut),
+                  Wx=(Wx, nIn * G), Wr=(Wr, nOut * G), Wp=(Wp, 3 * nOut), h=(h, sL * bS * nOut),
+                  c=(c, sL * bS * nOut), gates=(gates, sL * bS * G), dLdh=(dLdh, sL * bS * nOut),
+                  dLdhL=(dLdhL, bS * nOut), dLdcL=(dLdcL, bS * nOut), dz=(dz, sL * bS * G),
+                  dzs=(dzs, 2 * bS * G), hp=(hp, sL * bS * nOut), dLdx=(dLdx, sL * bS * nIn),
+                  dLdhI=(dLdhI, bS * nOut), dLdcI=(dLdcI, bS * nOut), dLdWx=(dLdWx, nIn * G),
+                  dLdWr=(dLdWr, nOut * G), dLdb=(dLdb, G), dLdWp=(dLdWp, 3 * nOut))
     if (Wp is None) != (dLdWp is None):
         raise ValueError("internal: dLdWp must be given exactly when Wp is")
-    _check_lengths(seq_len, sL, bS)
     with nogil:
         backward(sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(cI), ptr(Wx), ptr(Wr), ptr(Wp),
                  <real>clip, lengths_ptr(seq_len), fwd, ptr(h), ptr(c), ptr(gates), ptr(dLdh),

@@ -63,7 +63,8 @@ CELLS_FN void FN(gru_lbr_bp_reset)(REAL dzc, REAL dLdr, REAL r, REAL hc, REAL *d
 }
 
 /* Row loops: one batch row, n units, for the CPU time loops (cells/_gru.pyx). Each gate block is
- * its own pointer, already offset to the first unit; no two overlap, so the loops vectorise. Pointers marked "or NULL" mean a zero gradient. */
+ * its own pointer, already offset to the first unit; no two overlap, so the loops vectorise.
+ * Pointers marked "or NULL" mean a zero gradient. */
 
 CELLS_ROW FN(gru_lbr_row)(
         ptrdiff_t n,
@@ -95,7 +96,8 @@ CELLS_ROW FN(gru_rb_gates_row)(
 
 CELLS_ROW FN(gru_rb_state_row)(
         ptrdiff_t n,
-        const REAL *CELLS_RESTRICT xc, const REAL *CELLS_RESTRICT hh,  /* x·Wx_c + b, (r∘hPrev)·Wh_c */
+        const REAL *CELLS_RESTRICT xc,   /* x·Wx_c + b */
+        const REAL *CELLS_RESTRICT hh,   /* (r∘hPrev)·Wh_c */
         const REAL *CELLS_RESTRICT u, const REAL *CELLS_RESTRICT hPrev,
         REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
     CELLS_SIMD
