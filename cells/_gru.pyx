@@ -29,7 +29,6 @@ from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._validate import kernel_arrays
 
 
-
 cdef inline const real *prev_state(Py_ssize_t t, Py_ssize_t b, Py_ssize_t length, bint forward,
                                    Py_ssize_t bS, Py_ssize_t nOut,
                                    const real *hI,    # [bS, nOut]

@@ -31,7 +31,6 @@ from cells._validate import kernel_arrays
 from cells._lstm_gates cimport lstm_bp_row, lstm_row
 
 
-
 cdef inline const real *offset(const real *a, Py_ssize_t k) noexcept nogil:
     """a + k, or NULL when a is NULL (an optional array)."""
     return a + k if a != NULL else NULL
