@@ -24,7 +24,7 @@ from cells._entry cimport lengths_ptr, ptr
 from cells._gru_gates cimport (
     bp_state_row, lbr_bp_reset_row, lbr_row, rb_bp_reset_row, rb_gates_row, rb_state_row,
 )
-from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
+from cells._loops cimport add_gate_bias, copy_units, row_len, step_time, sum_rows, zero_units
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._validate import kernel_arrays
 
@@ -64,7 +64,7 @@ cdef void forward(
         Py_ssize_t ws_t,        # 1 keeps every step's gates and hc (training), 0 overwrites them
         real *h,                # [sL, bS, nOut] out: every state, 0 after a row's last step
         int n_threads) noexcept nogil:
-    cdef Py_ssize_t G = 3 * nOut, n, j0, j1, k, i, j, b, t, tau, length
+    cdef Py_ssize_t G = 3 * nOut, n, j0, j1, k, b, t, tau, length
     cdef real *cur
     cdef real *nxt
     cdef real *zh
@@ -79,10 +79,7 @@ cdef void forward(
         for k in range(3):
             gemm(False, False, sL * bS, n, nIn, 1, x, nIn, Wx + k * nOut + j0, G,
                  0, gx + k * nOut + j0, G)
-        for i in range(sL * bS):
-            for k in range(3):
-                for j in range(k * nOut + j0, k * nOut + j1):
-                    gx[i * G + j] += bx[j]
+        add_gate_bias(sL * bS, nOut, 3, j0, j1, bx, gx)
         for b in range(bS):
             copy_units(n, hI + b * nOut + j0, state + b * nOut + j0)
         cells_barrier()  # the initial state is complete before any thread multiplies it

@@ -24,7 +24,7 @@ from libc.stdint cimport int64_t
 
 from cells._blas cimport real, gemm, gemm_part
 from cells._entry cimport lengths_ptr, ptr
-from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
+from cells._loops cimport add_gate_bias, copy_units, row_len, step_time, sum_rows, zero_units
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._validate import kernel_arrays
 from cells._lltm_gates cimport lltm_bp_row, lltm_row
@@ -103,7 +103,7 @@ cdef void forward_loop(
         real *hL,           # [bS, nOut]      out: the final states
         real *cL,           # [bS, nOut]
         int n_threads) noexcept nogil:
-    cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, j0, j1, k, i, j, t, cur, nxt
+    cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, j0, j1, k, i, t, cur, nxt
     cdef ThreadUnits me
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
@@ -112,10 +112,7 @@ cdef void forward_loop(
         for k in range(3):
             gemm(False, True, sL * bS, j1 - j0, nIn, 1, x, nIn, W + (k * nOut + j0) * K + nOut, K,
                  0, gx + k * nOut + j0, G)
-        for i in range(sL * bS):
-            for k in range(3):
-                for j in range(k * nOut + j0, k * nOut + j1):
-                    gx[i * G + j] += b[j]
+        add_gate_bias(sL * bS, nOut, 3, j0, j1, b, gx)
         for i in range(bS):
             copy_units(j1 - j0, hI + i * nOut + j0, hs + i * nOut + j0)
             copy_units(j1 - j0, cI + i * nOut + j0, cs + i * nOut + j0)

@@ -25,7 +25,7 @@ from cells._blas cimport real, gemm, gemm_part
 from cells._entry cimport lengths_ptr, ptr
 from libc.stdint cimport int64_t
 
-from cells._loops cimport copy_units, row_len, step_time, sum_rows, zero_units
+from cells._loops cimport add_gate_bias, copy_units, row_len, step_time, sum_rows, zero_units
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._validate import kernel_arrays
 from cells._lstm_gates cimport lstm_bp_row, lstm_row
@@ -63,7 +63,7 @@ cdef void forward(
         real *hL,                   # [bS, nOut]      out: the final h of every row
         real *cL,                   # [bS, nOut]      out: the final c of every row
         int n_threads) noexcept nogil:
-    cdef Py_ssize_t G = 4 * nOut, SB = sL * bS, j0, j1, n, k, i, j, t, bb, tau, e, len_b, zrow
+    cdef Py_ssize_t G = 4 * nOut, SB = sL * bS, j0, j1, n, k, t, bb, tau, e, len_b, zrow
     cdef const real *hcur
     cdef const real *ccur
     cdef const real *wpi
@@ -86,10 +86,7 @@ cdef void forward(
             gemm(False, False, SB, n, nIn, 1, x, nIn, Wx + k * nOut + j0, G,
                  0, gx + k * nOut + j0, G)
         if b != NULL:
-            for i in range(SB):
-                for k in range(4):
-                    for j in range(k * nOut + j0, k * nOut + j1):
-                        gx[i * G + j] += b[j]
+            add_gate_bias(SB, nOut, 4, j0, j1, b, gx)
         for t in range(sL):
             hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nOut)
             ccur = cI if t == 0 else <const real *>(cs + (t % 2) * bS * nOut)
