@@ -27,6 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout, 
 from cells import _bench
 from cells._bench import Shape
 
+import plot
+import targets
+
 # "medium" with B1 ... B256 is a batch sweep at T=100, I=H=256.
 SHAPES = {
     "small": Shape(T=100, B=1, I=128, H=128),
@@ -37,6 +40,9 @@ SHAPES = {
     "B16": Shape(T=100, B=16, I=256, H=256),
     "B256": Shape(T=100, B=256, I=256, H=256),
 }
+# The shapes issue 4's targets are stated for, by (T, B, I, H).
+SHAPE_CLASSES = {(s.T, s.B, s.I, s.H): name for name, s in SHAPES.items()
+                 if name in ("small", "medium", "large")}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -130,6 +136,8 @@ def parse_args(argv):
                         default=["float32", "float64"])
     parser.add_argument("--repeats", type=int, default=5, help="alternated timed rounds (median)")
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
+    parser.add_argument("--plot", default=str(Path(__file__).with_name("speedup.png")),
+                        help="where to draw the speed-up plot (needs matplotlib; '' for none)")
     return parser.parse_args(argv)
 
 
@@ -156,6 +164,10 @@ def main(argv=None):
         print("  " + line)
     print(_bench.TABLE_LEGEND)
 
+    ceilings = {(threads, dtype): _bench.gemm_ceiling(dtype, threads)
+                for threads in args.threads for dtype in args.dtypes}
+    for (threads, dtype), gflops in ceilings.items():
+        print(f"big-square gemm (1024³) {dtype}, {threads} thread(s): {gflops:.1f} GF/s")
     factories = _bench.CONTENDER_FACTORIES + (onnx_contender,)
     rows = []
     for family in families:
@@ -169,19 +181,24 @@ def main(argv=None):
                             block += _bench.compare(
                                 family, SHAPES[name], dtype=np.dtype(dtype), threads=threads,
                                 variant=variant, training=training, repeats=args.repeats,
-                                factories=factories)
+                                factories=factories, ceiling=ceilings[threads, dtype])
             print(f"\n{family.name} {name}: {SHAPES[name]} ({time.perf_counter() - t0:.0f} s, "
                   f"load average {_bench.load_average()})")
             print(_bench.format_table(block), flush=True)
             rows += block
 
+    verdicts = targets.check(rows, SHAPE_CLASSES)
+    print("\n" + targets.format_verdicts(verdicts))
     settings = {"families": [f.name for f in families],
                 "shapes": {n: vars(SHAPES[n]) for n in args.shapes}, "threads": args.threads,
                 "dtypes": args.dtypes, "repeats": args.repeats,
-                "tolerance": {t.name: tol for t, tol in _bench.TOLERANCE.items()}}
-    args.out.write_text(json.dumps({"environment": env, "settings": settings, "rows": rows},
-                                   indent=1))
+                "tolerance": {t.name: tol for t, tol in _bench.TOLERANCE.items()},
+                "gemm_ceiling_gflops": {f"{d} {t}": g for (t, d), g in ceilings.items()}}
+    args.out.write_text(json.dumps({"environment": env, "settings": settings, "rows": rows,
+                                    "targets": verdicts}, indent=1))
     print(f"\nsaved {len(rows)} rows to {args.out}")
+    if args.plot:
+        print(plot.plot_file(args.out, args.plot))
     bad = [r for r in rows if not r["ok"]]
     for r in bad:
         print(f"outside the tolerance: {r['family']} {r['contender']} {r['task']} "

@@ -76,15 +76,18 @@ def main(argv=None):
         check += rows
     print()
 
+    ceiling = _bench.gemm_ceiling(np.float32, args.threads)
     rows = []
     for family in families:
         for shape in SHAPES:
             for training in (False, True):
                 for variant in family.variants:
                     rows += _bench.compare(family, shape, dtype=np.float32, threads=args.threads,
-                                           variant=variant, training=training, repeats=repeats)
+                                           variant=variant, training=training, repeats=repeats,
+                                           ceiling=ceiling)
     print("contenders: cells, numpy (plain NumPy cell), torch: "
           + "; ".join(f"{f.name} {f.torch_name}" for f in families))
+    print(f"big-square sgemm (1024³, {args.threads} threads): {ceiling:.0f} GF/s")
     print(f"float32, median of {repeats} alternated round(s); {_bench.TABLE_LEGEND}")
     print(_bench.format_table(rows))
     print(f"\n({time.perf_counter() - start:.0f} s)")

@@ -344,7 +344,8 @@ class Family:
       final-state gradients cells takes as the keywords last_grad_names;
     recurrent_grad: the gradient compared for a training step, with h;
     torch_model(torch, inp, **variant options) -> TorchModel, or None where PyTorch has no
-      equivalent; torch_name: what it runs, for the documentation."""
+      equivalent; torch_name: what it runs, for the documentation;
+    gate_blocks: how many blocks of H columns the weights have (GRU and LLTM 3, LSTM 4)."""
     name: str
     arg_specs: Callable
     variants: dict
@@ -359,6 +360,7 @@ class Family:
     recurrent_grad: str
     torch_model: Callable
     torch_name: str
+    gate_blocks: int
 
     def default_variant(self):
         return next(iter(self.variants))
@@ -370,6 +372,14 @@ class Family:
     def available(self):
         """Whether this build of cells has the family's time loops."""
         return all(hasattr(cells, n) for n in (self.cells_forward, self.cells_backward))
+
+    def gemm_flops(self, shape, training):
+        """The floating-point operations of the gemms any implementation must do (elementwise
+        gate math not counted): inference multiplies [x, h] [T·B, I+H] by the weights
+        [I+H, blocks·H]; a training step adds the three products of the same size of the backward
+        (dL/d[x, h], dL/dWx and dL/dWh)."""
+        forward = 2 * shape.T * shape.B * (shape.I + shape.H) * self.gate_blocks * shape.H
+        return 3 * forward if training else forward
 
 
 def _torch_dtype(torch, a):
@@ -437,7 +447,8 @@ GRU = Family(
     cells_forward="gruTimeLoop", cells_backward="gruTimeLoopBp",
     outputs=("h",), grads=("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"),
     state_names=("hI",), last_grad_names=("dLdhLast",), recurrent_grad="dLdWh",
-    torch_model=_torch_gru, torch_name="torch.nn.GRU (linear_before_reset only)")
+    torch_model=_torch_gru, torch_name="torch.nn.GRU (linear_before_reset only)",
+    gate_blocks=3)
 
 LSTM = Family(
     name="lstm",
@@ -449,7 +460,7 @@ LSTM = Family(
     cells_forward="lstmLayerTimeLoop", cells_backward="lstmLayerTimeLoopBp",
     outputs=("h", "hL", "cL"), grads=("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI"),
     state_names=("hI", "cI"), last_grad_names=("dLdhL", "dLdcL"), recurrent_grad="dLdWr",
-    torch_model=_torch_lstm, torch_name="torch.nn.LSTM")
+    torch_model=_torch_lstm, torch_name="torch.nn.LSTM", gate_blocks=4)
 
 LLTM = Family(
     name="lltm",
@@ -461,7 +472,8 @@ LLTM = Family(
     cells_forward="lltmTimeLoop", cells_backward="lltmTimeLoopBp",
     outputs=("h", "hL", "cL"), grads=("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"),
     state_names=("hI", "cI"), last_grad_names=("dLdhL", "dLdcL"), recurrent_grad="dLdW",
-    torch_model=_torch_lltm, torch_name="the tutorial's pure-PyTorch LLTM step, looped")
+    torch_model=_torch_lltm, torch_name="the tutorial's pure-PyTorch LLTM step, looped",
+    gate_blocks=3)
 
 FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM)}
 
@@ -665,6 +677,23 @@ def time_alternating(contenders, repeats=5, warmup=1, min_sample_s=0.01, settle_
     return {name: median(s) for name, s in samples.items()}, outputs
 
 
+def gemm_ceiling(dtype, threads, n=1024, repeats=7):
+    """GF/s of a big square gemm [n, n]·[n, n] in cells' BLAS (scipy's), with `threads` threads
+    and the median of `repeats` calls: the rate the time loops' own gemms could reach at most."""
+    from scipy.linalg import blas
+    gemm = blas.sgemm if np.dtype(dtype) == np.float32 else blas.dgemm
+    rng = np.random.default_rng(0)
+    a, b = (np.asfortranarray(rng.standard_normal((n, n)), dtype) for _ in range(2))
+    with _blas_controller().limit(limits=threads, user_api="blas"):
+        gemm(1.0, a, b)
+        seconds = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            gemm(1.0, a, b)
+            seconds.append(time.perf_counter() - t0)
+    return 2 * n ** 3 / median(seconds) / 1e9
+
+
 # ----------------------------------------------------------------------------------------------
 # 6. Rows
 # ----------------------------------------------------------------------------------------------
@@ -688,14 +717,16 @@ def reference_outputs(family, inp, training, variant):
 
 
 def compare(family, shape, *, dtype=np.float32, threads=1, variant=None, training=False,
-            repeats=5, warmup=1, factories=CONTENDER_FACTORIES, seed=0):
+            repeats=5, warmup=1, factories=CONTENDER_FACTORIES, seed=0, ceiling=None):
     """Time every applicable contender on one case; one row (dict) per contender.
 
     Row keys: family, T, B, I, H, dtype, threads, variant ("-" for LSTM and LLTM; default: the
     family's first), task, contender, ms (median per call), cells_speedup (contender ms / cells
-    ms; > 1 means cells is faster), diff_h, grad (the name of the recurrent-weight gradient
-    compared in a training step, None for inference), diff_grad (its max abs difference to the
-    float64 NumPy reference) and ok (every difference within TOLERANCE)."""
+    ms; > 1 means cells is faster), gflops (family.gemm_flops per second), ceiling_pct (gflops
+    as a percentage of `ceiling`, the big-square gemm GF/s of gemm_ceiling; None without it),
+    diff_h, grad (the name of the recurrent-weight gradient compared in a training step, None
+    for inference), diff_grad (its max abs difference to the float64 NumPy reference) and ok
+    (every difference within TOLERANCE)."""
     family = get_family(family)
     variant = variant or family.default_variant()
     inp = make_inputs(family, shape, dtype, seed)
@@ -704,14 +735,17 @@ def compare(family, shape, *, dtype=np.float32, threads=1, variant=None, trainin
     seconds, outputs = time_alternating(contenders, repeats, warmup)
     reference = reference_outputs(family, inp, training, variant)
     names = compared_outputs(family, training)
+    flops = family.gemm_flops(shape, training)
     rows = []
     for c in contenders:
         diffs = [max_abs_diff(out, ref) for out, ref in zip(outputs[c.name], reference)]
+        gflops = flops / seconds[c.name] / 1e9
         rows.append({
             "family": family.name, "T": shape.T, "B": shape.B, "I": shape.I, "H": shape.H,
             "dtype": np.dtype(dtype).name, "threads": threads, "variant": variant,
             "task": "training" if training else "inference", "contender": c.name,
             "ms": 1e3 * seconds[c.name], "cells_speedup": seconds[c.name] / seconds["cells"],
+            "gflops": gflops, "ceiling_pct": None if ceiling is None else 100 * gflops / ceiling,
             "diff_h": diffs[0], "grad": names[1] if training else None,
             "diff_grad": diffs[1] if training else None,
             "ok": all(out.shape == ref.shape and within_tolerance(d, ref, dtype)
@@ -799,19 +833,26 @@ def format_table(rows):
     def fmt_diff(d):
         return "-" if d is None else f"{d:.1e}"
 
+    def fmt_pct(p):
+        return "-" if p is None else f"{p:.0f}%"
+
     header = ("family", "shape", "dtype", "thr", "task", "variant", "contender",
-              "ms", "cells x", "|dh|", "|dW_rec|", "ok")
+              "ms", "GF/s", "%gemm", "cells x", "|dh|", "|dW_rec|", "ok")
     lines = [(r["family"], f"T={r['T']} B={r['B']} I={r['I']} H={r['H']}", r["dtype"],
               str(r["threads"]), r["task"], r["variant"], r["contender"], f"{r['ms']:.3f}",
-              f"{r['cells_speedup']:.2f}", fmt_diff(r["diff_h"]), fmt_diff(r["diff_grad"]),
+              f"{r['gflops']:.1f}", fmt_pct(r["ceiling_pct"]), f"{r['cells_speedup']:.2f}",
+              fmt_diff(r["diff_h"]), fmt_diff(r["diff_grad"]),
               "yes" if r["ok"] else "NO") for r in rows]
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
-    right = {"thr", "ms", "cells x", "|dh|", "|dW_rec|"}
+    right = {"thr", "ms", "GF/s", "%gemm", "cells x", "|dh|", "|dW_rec|"}
     return "\n".join("  ".join(x.rjust(w) if h in right else x.ljust(w)
                                for h, x, w in zip(header, line, widths)).rstrip()
                      for line in [header] + lines)
 
 
-TABLE_LEGEND = ("ms per call (median); cells x = contender ms / cells ms (> 1: cells is faster); "
+TABLE_LEGEND = ("ms per call (median); GF/s = the gemm FLOPs any implementation must do "
+                "(2·T·B·(I+H)·blocks·H, x3 for training) per second; %gemm = GF/s as a "
+                "percentage of a big-square gemm's GF/s at the same threads and dtype; "
+                "cells x = contender ms / cells ms (> 1: cells is faster); "
                 "|dh|, |dW_rec| = max abs diff of h and of the recurrent-weight gradient "
                 "(GRU dLdWh, LSTM dLdWr, LLTM dLdW) to the float64 NumPy cell")

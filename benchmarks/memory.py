@@ -1,0 +1,100 @@
+"""Peak memory of one training step (forward + backward, loss = h.sum()): cells, NumPy, PyTorch.
+
+    python benchmarks/memory.py                        # GRU, LSTM, LLTM at the medium shape
+    python benchmarks/memory.py --family gru --shapes small medium large
+
+Each measurement runs in a fresh Python process (Linux only: it reads /proc/self/status). The
+contender is built and called twice (warm-up: library caches and thread pools are allocated),
+then the process's peak resident set is reset (writing 5 to /proc/self/clear_refs) and one
+more step runs; the result is the rise of the peak above the resident set before that step:
+everything the step allocated at once (workspace, scratch, gradients, autograd's saved tensors),
+not the inputs and weights, which exist before it. glibc's malloc would serve the measured
+step from memory the warm-up freed but kept (resident, so no rise), so the child runs with
+MALLOC_MMAP_THRESHOLD_=131072: every block of 128 KiB or more is mapped when allocated and
+unmapped when freed, in NumPy and in PyTorch alike.
+"""
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout, built in place
+from cells import _bench
+
+from bench import SHAPES
+
+CONTENDERS = {"cells": _bench.cells_contender, "numpy": _bench.numpy_contender,
+              "torch": _bench.torch_contender}
+
+
+def _status_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def measure_here(family, shape, contender, threads):
+    """Peak rise (MiB) of one training step, in this process; None when the contender does not
+    apply (e.g. no PyTorch)."""
+    family = _bench.get_family(family)
+    inp = _bench.make_inputs(family, shape, np.float32)
+    c = CONTENDERS[contender](family, inp, True, family.default_variant()
+                              if family.name != "gru" else "linear_before_reset", threads)
+    if c is None:
+        return None
+    with c.threads():
+        c.run()
+        c.run()
+        gc.collect()
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        before = _status_kib("VmRSS")
+        c.run()
+        return (_status_kib("VmHWM") - before) / 1024
+
+
+def measure(family, shape_name, contender, threads):
+    """measure_here in a fresh process."""
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(128 * 1024))
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", family, shape_name, contender, str(threads)],
+        check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--family", nargs="+", choices=_bench.FAMILIES,
+                        default=list(_bench.FAMILIES))
+    parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=["medium"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        family, shape_name, contender, threads = args.one
+        print(json.dumps(measure_here(family, SHAPES[shape_name], contender, int(threads))))
+        return 0
+    print(f"peak memory rise of one float32 training step, MiB ({args.threads} threads; "
+          "GRU: linear_before_reset)")
+    print(f"{'family':6}  {'shape':22}  " + "  ".join(f"{c:>8}" for c in CONTENDERS)
+          + "  torch / cells")
+    for family in args.family:
+        for name in args.shapes:
+            mib = {c: measure(family, name, c, args.threads) for c in CONTENDERS}
+            ratio = (f"{mib['torch'] / mib['cells']:.2f}" if mib["torch"] and mib["cells"]
+                     else "-")
+            print(f"{family:6}  {str(SHAPES[name]):22}  "
+                  + "  ".join("       -" if v is None else f"{v:8.1f}" for v in mib.values())
+                  + f"  {ratio:>13}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
