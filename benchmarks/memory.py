@@ -10,8 +10,10 @@ more step runs; the result is the rise of the peak above the resident set before
 everything the step allocated at once (workspace, scratch, gradients, autograd's saved tensors),
 not the inputs and weights, which exist before it. glibc's malloc would serve the measured
 step from memory the warm-up freed but kept (resident, so no rise), so the child runs with
-MALLOC_MMAP_THRESHOLD_=131072: every block of 128 KiB or more is mapped when allocated and
-unmapped when freed, in NumPy and in PyTorch alike.
+MALLOC_MMAP_THRESHOLD_=16384 and MALLOC_TRIM_THRESHOLD_=0: every block of 16 KiB or more is
+mapped when allocated and unmapped when freed, in NumPy and in PyTorch alike. Smaller blocks
+(PyTorch's per-step tensors at B=1) still come from memory the warm-up left resident: results
+below about 1 MiB are under this method's resolution.
 """
 import argparse
 import gc
@@ -62,7 +64,7 @@ def measure_here(family, shape, contender, threads):
 
 def measure(family, shape_name, contender, threads):
     """measure_here in a fresh process."""
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(128 * 1024))
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="16384", MALLOC_TRIM_THRESHOLD_="0")
     out = subprocess.run(
         [sys.executable, __file__, "--one", family, shape_name, contender, str(threads)],
         check=True, capture_output=True, text=True, env=env).stdout

@@ -24,7 +24,9 @@ from cells._entry cimport lengths_ptr, ptr
 from cells._gru_gates cimport (
     bp_state_row, lbr_bp_reset_row, lbr_row, rb_bp_reset_row, rb_gates_row, rb_state_row,
 )
-from cells._loops cimport add_gate_bias, copy_units, row_len, step_time, sum_rows, zero_units
+from cells._loops cimport (
+    add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
+)
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._validate import kernel_arrays
 
@@ -55,7 +57,8 @@ cdef void forward(
         const real *bhc,        # [nOut]      lbr: bh_c; unused for reset-before
         const int64_t *seq_len,  # [bS]       or NULL: every row runs sL steps
         bint fwd,               # False: each row's valid steps run in reverse time order
-        real *gx,               # [sL, bS, G] scratch: x·Wx + bx for all steps
+        real *gx,               # [sL, bS, G] scratch: x·Wx + bx for all steps; may be `gates`
+                                #             when ws_t = 1 (each step's gates overwrite its own)
         real *gh,               # [bS, G]     scratch: the step's recurrent products
         real *rh,               # [bS, nOut]  scratch (reset-before): r∘hPrev
         real *state,            # [2, bS, nOut] scratch: the state entering / leaving the step
@@ -141,18 +144,17 @@ cdef void backward(
         const real *Wh,         # [nOut, G]
         const int64_t *seq_len,  # [bS]       or NULL
         bint fwd,
-        const real *h,          # [sL, bS, nOut]  forward states
-        const real *gates,      # [sL, bS, G]     forward r, u, c
-        const real *hc,         # [sL, bS, nOut]  forward hPrev·Wh_c + bh_c (lbr)
+        const real *h,          # [sL, bS, nOut]  forward states (0 at padded steps)
+        real *gates,            # [sL, bS, G]     in: forward r, u, c; out: dL/d(zr, zu, zc)
+        real *hc,               # [sL, bS, nOut]  lbr, in: forward hPrev·Wh_c + bh_c;
+                                #                 out: dL/dhc. Unused for reset-before
         const real *dLdh,       # [sL, bS, nOut]  or NULL: gradient arriving at the outputs
         const real *dLdhLast,   # [bS, nOut]      or NULL: gradient arriving at the final state
         const real *dLdgates,   # [sL, bS, G]     or NULL: gradient arriving at the gates
         real *dzs,              # [2, bS, G]      scratch: this step's dz, in loop order
         real *dhcs,             # [2, bS, nOut]   scratch (lbr): this step's dL/dhc, loop order
         real *a,                # [bS, nOut]      scratch (reset-before): dL/d(r∘hPrev)
-        real *dz,               # [sL, bS, G]     scratch: dL/d(zr, zu, zc) of every step
-        real *hp,               # [sL, bS, nOut]  scratch: every step's hPrev
-        real *aux,              # [sL, bS, nOut]  scratch: lbr dL/dhc, reset-before r∘hPrev
+        real *rh,               # [sL, bS, nOut]  scratch (reset-before): every step's r∘hPrev
         real *dLdx,             # [sL, bS, nIn]   out
         real *dLdhI,            # [bS, nOut]      out; the running dL/dh during the loop
         real *dLdWx,            # [nIn, G]        out
@@ -161,10 +163,12 @@ cdef void backward(
         real *dLdbhc,           # [nOut]          out (lbr): Σ dL/dhc
         int n_threads) noexcept nogil:
     """Backpropagation through time. Only the dL/dh recurrence runs step by step; dL/dx and the
-    weight and bias gradients are products over all steps after the loop."""
+    weight and bias gradients are products over all steps after the loop. Each step's dz
+    overwrites its gates (and, lbr, dL/dhc its hc) once the step has read them, so the
+    gradients of every step take no memory beyond the forward's workspace."""
     cdef Py_ssize_t G = 3 * nOut, SB = sL * bS, n, j0, j1, k, b, t, tau, length, e
     cdef const real *hPrev
-    cdef const real *g
+    cdef real *g
     cdef real *d
     cdef real *ds
     cdef real *dhc
@@ -178,14 +182,13 @@ cdef void backward(
                 copy_units(n, dLdhLast + b * nOut + j0, dLdhI + b * nOut + j0)
             else:
                 zero_units(n, dLdhI + b * nOut + j0)
-            # Nothing flows through a row's padded steps: their dz, hPrev, aux stay 0.
+            # Nothing flows through a row's padded steps: their dz and dL/dhc (or r∘hPrev) are 0.
             length = row_len(seq_len, b, sL)
             for tau in range(length, sL):
                 e = tau * bS + b
                 for k in range(3):
-                    zero_units(n, dz + e * G + k * nOut + j0)
-                zero_units(n, hp + e * nOut + j0)
-                zero_units(n, aux + e * nOut + j0)
+                    zero_units(n, gates + e * G + k * nOut + j0)
+                zero_units(n, (hc if lbr else rh) + e * nOut + j0)
 
         for t in range(sL - 1, -1, -1):
             ds = dzs + (t % 2) * bS * G
@@ -202,7 +205,6 @@ cdef void backward(
                 tau = step_time(t, length, fwd)
                 e = tau * bS + b
                 hPrev = prev_state(t, b, length, fwd, bS, nOut, hI, h) + j0
-                copy_units(n, hPrev, hp + e * nOut + j0)
                 g = gates + e * G + j0
                 bp_state_row(n, dLdh + e * nOut + j0 if dLdh != NULL else NULL,
                              dLdgates + e * G + j0 + nOut if dLdgates != NULL else NULL,
@@ -213,9 +215,9 @@ cdef void backward(
                     lbr_bp_reset_row(n, d + 2 * nOut,
                                      dLdgates + e * G + j0 if dLdgates != NULL else NULL,
                                      g, hc + e * nOut + j0, d, dhc + b * nOut + j0)
-                    copy_units(n, dhc + b * nOut + j0, aux + e * nOut + j0)
+                    copy_units(n, dhc + b * nOut + j0, hc + e * nOut + j0)
                     for k in range(3):
-                        copy_units(n, d + k * nOut, dz + e * G + k * nOut + j0)
+                        copy_units(n, d + k * nOut, g + k * nOut)
             cells_barrier()  # every thread's dz of this step is in place
             if not lbr:
                 # a = dzc·Wh_cᵀ, then dzr = (a∘hPrev + dLdr)∘r∘(1-r) and dL/dhPrev += a∘r.
@@ -228,36 +230,38 @@ cdef void backward(
                     tau = step_time(t, length, fwd)
                     e = tau * bS + b
                     d = ds + b * G + j0
+                    g = gates + e * G + j0
                     rb_bp_reset_row(n, a + b * nOut + j0,
                                     dLdgates + e * G + j0 if dLdgates != NULL else NULL,
-                                    gates + e * G + j0, hp + e * nOut + j0, d,
-                                    dLdhI + b * nOut + j0, aux + e * nOut + j0)
+                                    g, prev_state(t, b, length, fwd, bS, nOut, hI, h) + j0, d,
+                                    dLdhI + b * nOut + j0, rh + e * nOut + j0)
                     for k in range(3):
-                        copy_units(n, d + k * nOut, dz + e * G + k * nOut + j0)
+                        copy_units(n, d + k * nOut, g + k * nOut)
                 cells_barrier()  # every thread's dzr is in place
             # dL/dhPrev += [dzr | dzu]·Wh_ruᵀ (+ dL/dhc·Wh_cᵀ, linear-before-reset).
             gemm(False, True, bS, n, 2 * nOut, 1, ds, G, Wh + j0 * G, G, 1, dLdhI + j0, nOut)
             if lbr:
                 gemm(False, True, bS, n, nOut, 1, dhc, nOut, Wh + j0 * G + 2 * nOut, G,
                      1, dLdhI + j0, nOut)
-        cells_barrier()  # dz, hp and aux of every step are complete
+        cells_barrier()  # the dz (and dL/dhc, r∘hPrev) of every step are complete
 
         # dL/dx = dz·Wxᵀ, split by input columns.
-        gemm_part(me.part, me.nparts, False, True, SB, nIn, G, 1, dz, G, Wx, G, 0, dLdx, nIn)
-        # The weight and bias gradients, this thread's unit columns of each gate block.
+        gemm_part(me.part, me.nparts, False, True, SB, nIn, G, 1, gates, G, Wx, G, 0, dLdx, nIn)
+        # The weight and bias gradients, this thread's unit columns of each gate block
+        # (dzs, free now, holds each thread's rows of prev_state_product's first steps).
         for k in range(3):
-            gemm(True, False, nIn, n, SB, 1, x, nIn, dz + k * nOut + j0, G,
+            gemm(True, False, nIn, n, SB, 1, x, nIn, gates + k * nOut + j0, G,
                  0, dLdWx + k * nOut + j0, G)
-            sum_rows(SB, n, dz + k * nOut + j0, G, dLdbx + k * nOut + j0)
+            sum_rows(SB, n, gates + k * nOut + j0, G, dLdbx + k * nOut + j0)
         for k in range(2):
-            gemm(True, False, nOut, n, SB, 1, hp, nOut, dz + k * nOut + j0, G,
-                 0, dLdWh + k * nOut + j0, G)
+            prev_state_product(sL, bS, nOut, n, seq_len, fwd, hI, h, gates + k * nOut + j0, G,
+                               dzs + bS * j0, False, dLdWh + k * nOut + j0, G)
         if lbr:  # dL/dWh_c = Σ hPrevᵀ·dL/dhc
-            gemm(True, False, nOut, n, SB, 1, hp, nOut, aux + j0, nOut,
-                 0, dLdWh + 2 * nOut + j0, G)
-            sum_rows(SB, n, aux + j0, nOut, dLdbhc + j0)
+            prev_state_product(sL, bS, nOut, n, seq_len, fwd, hI, h, hc + j0, nOut,
+                               dzs + bS * j0, False, dLdWh + 2 * nOut + j0, G)
+            sum_rows(SB, n, hc + j0, nOut, dLdbhc + j0)
         else:  # dL/dWh_c = Σ (r∘hPrev)ᵀ·dzc
-            gemm(True, False, nOut, n, SB, 1, aux, nOut, dz + 2 * nOut + j0, G,
+            gemm(True, False, nOut, n, SB, 1, rh, nOut, gates + 2 * nOut + j0, G,
                  0, dLdWh + 2 * nOut + j0, G)
 
 
@@ -290,26 +294,29 @@ def gru_forward(bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize
 def gru_backward(bint lbr, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
                  const real[::1] x, const real[::1] hI, const real[::1] Wx, const real[::1] Wh,
                  const int64_t[::1] seq_len, bint fwd,
-                 const real[::1] h, const real[::1] gates, const real[::1] hc,
+                 const real[::1] h, real[::1] gates, real[::1] hc,
                  const real[::1] dLdh, const real[::1] dLdhLast, const real[::1] dLdgates,
-                 real[::1] dzs, real[::1] dhcs, real[::1] a, real[::1] dz, real[::1] hp,
-                 real[::1] aux, real[::1] dLdx, real[::1] dLdhI, real[::1] dLdWx,
+                 real[::1] dzs, real[::1] dhcs, real[::1] a, real[::1] rh,
+                 real[::1] dLdx, real[::1] dLdhI, real[::1] dLdWx,
                  real[::1] dLdWh, real[::1] dLdbx, real[::1] dLdbhc, int n_threads):
-    """Run the backward loop. dLdh, dLdhLast and dLdgates may be None (no gradient arrives
-    there)."""
+    """Run the backward loop; it overwrites gates (and, lbr, hc) with gradients. dLdh, dLdhLast
+    and dLdgates may be None (no gradient arrives there); hc is None for reset-before, rh for
+    linear-before-reset."""
     cdef Py_ssize_t G = 3 * nOut
     kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), Wx=(Wx, nIn * G),
                   Wh=(Wh, nOut * G), h=(h, sL * bS * nOut), gates=(gates, sL * bS * G),
-                  hc=(hc, sL * bS * nOut), dLdh=(dLdh, sL * bS * nOut),
-                  dLdhLast=(dLdhLast, bS * nOut), dLdgates=(dLdgates, sL * bS * G),
-                  dzs=(dzs, 2 * bS * G), dhcs=(dhcs, 2 * bS * nOut), a=(a, bS * nOut),
-                  dz=(dz, sL * bS * G), hp=(hp, sL * bS * nOut), aux=(aux, sL * bS * nOut),
-                  dLdx=(dLdx, sL * bS * nIn), dLdhI=(dLdhI, bS * nOut), dLdWx=(dLdWx, nIn * G),
-                  dLdWh=(dLdWh, nOut * G), dLdbx=(dLdbx, G), dLdbhc=(dLdbhc, nOut))
+                  dLdh=(dLdh, sL * bS * nOut), dLdhLast=(dLdhLast, bS * nOut),
+                  dLdgates=(dLdgates, sL * bS * G), dzs=(dzs, 2 * bS * G),
+                  dhcs=(dhcs, 2 * bS * nOut), a=(a, bS * nOut), dLdx=(dLdx, sL * bS * nIn),
+                  dLdhI=(dLdhI, bS * nOut), dLdWx=(dLdWx, nIn * G), dLdWh=(dLdWh, nOut * G),
+                  dLdbx=(dLdbx, G), dLdbhc=(dLdbhc, nOut))
+    kernel_arrays(sL, bS, None, **({"hc": (hc, sL * bS * nOut)} if lbr
+                                   else {"rh": (rh, sL * bS * nOut)}))
+    if (hc if lbr else rh) is None and sL * bS * nOut > 0:
+        raise ValueError("internal: lbr needs hc, reset-before rh")
     with nogil:
         backward(lbr, sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(Wx), ptr(Wh),
                  lengths_ptr(seq_len), fwd, ptr(h), ptr(gates), ptr(hc), ptr(dLdh),
-                 ptr(dLdhLast), ptr(dLdgates),
-                 ptr(dzs), ptr(dhcs), ptr(a), ptr(dz), ptr(hp), ptr(aux),
+                 ptr(dLdhLast), ptr(dLdgates), ptr(dzs), ptr(dhcs), ptr(a), ptr(rh),
                  ptr(dLdx), ptr(dLdhI), ptr(dLdWx), ptr(dLdWh), ptr(dLdbx), ptr(dLdbhc),
                  n_threads)

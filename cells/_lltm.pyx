@@ -24,7 +24,9 @@ from libc.stdint cimport int64_t
 
 from cells._blas cimport real, gemm, gemm_part
 from cells._entry cimport lengths_ptr, ptr
-from cells._loops cimport add_gate_bias, copy_units, row_len, step_time, sum_rows, zero_units
+from cells._loops cimport (
+    add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
+)
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._validate import kernel_arrays
 from cells._lltm_gates cimport lltm_bp_row, lltm_row
@@ -92,7 +94,8 @@ cdef void forward_loop(
         const real *hI,     # [bS, nOut]
         const real *cI,     # [bS, nOut]
         const int64_t *seq_len,  # [bS] or NULL (every row runs sL steps)
-        real *gx,           # [sL, bS, G]     scratch: x·W_xᵀ + b of every step
+        real *gx,           # [sL, bS, G]     scratch: x·W_xᵀ + b of every step; may be `gates`
+                            #                 when keep (each step's gates overwrite their own)
         real *z,            # [bS, G]         scratch: the step's pre-activations (see above)
         real *hs,           # [2, bS, nOut]   scratch: the state, double-buffered
         real *cs,           # [2, bS, nOut]   scratch: the cell state, double-buffered
@@ -138,23 +141,19 @@ cdef inline void backward_step(
         Py_ssize_t j0, Py_ssize_t j1,
         const int64_t *seq_len,  # [bS] or NULL
         const real *W,      # [G, K]
-        const real *hI,     # [bS, nOut]
-        const real *h,      # [sL, bS, nOut]  forward outputs (tau-indexed)
-        const real *gates,  # [sL, bS, G]     forward i, o, n
+        real *gates,        # [sL, bS, G]     in: forward i, o, n; out: dL/dz, tau-indexed
+                            #                 (0 at padded positions)
         const real *c,      # [sL, bS, nOut]  forward cell states
         const real *dLdh,   # [sL, bS, nOut]  or NULL
         real *d,            # [bS, G]         out: this step's dL/dz in loop order (0: inactive)
-        real *dz,           # [sL, bS, G]     out: the same, tau-indexed (0 at padded positions)
-        real *hp,           # [sL, bS, nOut]  out: tau-indexed previous state (0 at padded)
         real *dh,           # [bS, nOut]      in: dL/dh from the later steps; out: dL/dhPrev
         real *dc,           # [bS, nOut]      in: dL/dc from the later steps; out: dL/dcPrev
         ) noexcept nogil:
-    """Units [j0, j1) of loop step t, for the active rows: the row function (dz and
-    dL/dcPrev = dĉ) and the gathered previous state; then, once all threads' dz are in place,
+    """Units [j0, j1) of loop step t, for the active rows: the row function (dz, which then
+    overwrites the step's gates, and dL/dcPrev = dĉ); then, once all threads' dz are in place,
     dL/dhPrev = dz·W_h (an inactive row has dz = 0 and keeps its dh)."""
     cdef Py_ssize_t G = 3 * nOut, n = j1 - j0, k, bb, e, r, length, tau
-    cdef const real *g
-    cdef const real *src
+    cdef real *g
     cdef real *dr
     for bb in range(bS):
         length = row_len(seq_len, bb, sL)
@@ -167,20 +166,12 @@ cdef inline void backward_step(
                         g, g + nOut, g + 2 * nOut, c + r * nOut + j0,
                         dr, dr + nOut, dr + 2 * nOut)
             for k in range(3):
-                copy_units(n, <const real *>(dr + k * nOut), dz + r * G + k * nOut + j0)
-            # The state entering time index tau: forward, the output at tau-1 (hI at tau = 0);
-            # reverse, the output at tau+1 (hI at the row's last valid index).
-            if tau == (0 if fwd else length - 1):
-                src = hI + e
-            else:
-                src = h + ((tau - 1 if fwd else tau + 1) * bS + bb) * nOut + j0
-            copy_units(n, src, hp + r * nOut + j0)
+                copy_units(n, <const real *>(dr + k * nOut), g + k * nOut)
         else:
             r = t * bS + bb  # t >= len_b: a padded time index of this row
             for k in range(3):
                 zero_units(n, dr + k * nOut)
-                zero_units(n, dz + r * G + k * nOut + j0)
-            zero_units(n, hp + r * nOut + j0)
+                zero_units(n, gates + r * G + k * nOut + j0)
     cells_barrier()  # every thread's dz of this step is in place
     gemm(False, False, bS, n, G, 1, d, G, W + j0, K, 1, dh + j0, nOut)
 
@@ -191,16 +182,14 @@ cdef void backward_loop(
         const real *W,      # [G, K]
         const real *hI,     # [bS, nOut]
         const int64_t *seq_len,  # [bS] or NULL
-        const real *h,      # [sL, bS, nOut]  forward outputs
-        const real *gates,  # [sL, bS, G]     forward i, o, n
+        const real *h,      # [sL, bS, nOut]  forward outputs (0 at padded steps)
+        real *gates,        # [sL, bS, G]     in: forward i, o, n; out: dL/dz of every step
         const real *c,      # [sL, bS, nOut]  forward cell states
         const real *dLdh,   # [sL, bS, nOut]  or NULL: gradient arriving at every output
         const real *dLdhL,  # [bS, nOut]      or NULL: gradient arriving at the final states
         const real *dLdcL,  # [bS, nOut]      or NULL
-        real *dz,           # [sL, bS, G]     scratch: dL/dz of every step, tau-indexed
         real *dzs,          # [2, bS, G]      scratch: the step's dL/dz in loop order, double-
                             #                 buffered so that one barrier per step suffices
-        real *hp,           # [sL, bS, nOut]  scratch: the previous state, tau-indexed
         real *dLdx,         # [sL, bS, nIn]   out
         real *dLdW,         # [G, K]          out
         real *dLdb,         # [G]             out
@@ -209,7 +198,8 @@ cdef void backward_loop(
         int n_threads) noexcept nogil:
     """Backpropagation through time. Only the dL/dh, dL/dc recurrence runs step by step; dL/dx
     and the weight and bias gradients are products over all steps after the loop:
-    dL/dx = dz·W_x, dL/dW = dzᵀ·[hPrev, x], dL/db = Σ dz."""
+    dL/dx = dz·W_x, dL/dW = dzᵀ·[hPrev, x], dL/db = Σ dz. Each step's dz overwrites its gates:
+    no memory beyond the forward's workspace."""
     cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, SB = sL * bS, j0, j1, k, i, j, t, e, rows
     cdef ThreadUnits me
     with parallel(num_threads=n_threads):
@@ -221,21 +211,22 @@ cdef void backward_loop(
                 dLdhI[e] = dLdhL[e] if dLdhL != NULL else 0
                 dLdcI[e] = dLdcL[e] if dLdcL != NULL else 0
         for t in range(sL - 1, -1, -1):
-            backward_step(fwd, t, sL, bS, nOut, K, j0, j1, seq_len, W, hI, h, gates, c,
-                          dLdh, dzs + (t % 2) * bS * G, dz, hp, dLdhI, dLdcI)
-        cells_barrier()  # dz and hp of every step are complete
+            backward_step(fwd, t, sL, bS, nOut, K, j0, j1, seq_len, W, gates, c,
+                          dLdh, dzs + (t % 2) * bS * G, dLdhI, dLdcI)
+        cells_barrier()  # the dz of every step is complete
 
         # dL/dx = dz·W_x, split by input columns.
-        gemm_part(me.part, me.nparts, False, False, SB, nIn, G, 1, dz, G, W + nOut, K,
+        gemm_part(me.part, me.nparts, False, False, SB, nIn, G, 1, gates, G, W + nOut, K,
                   0, dLdx, nIn)
-        # The weight and bias gradients: this thread's rows of each gate block of dL/dW.
+        # The weight and bias gradients: this thread's rows of each gate block of dL/dW
+        # (dzs, free now, holds each thread's rows of prev_state_product's first steps).
         for k in range(3):
             rows = k * nOut + j0
-            gemm(True, False, j1 - j0, nOut, SB, 1, dz + rows, G, hp, nOut,
-                 0, dLdW + rows * K, K)
-            gemm(True, False, j1 - j0, nIn, SB, 1, dz + rows, G, x, nIn,
+            prev_state_product(sL, bS, nOut, j1 - j0, seq_len, fwd, hI, h, gates + rows, G,
+                               dzs + bS * j0, True, dLdW + rows * K, K)
+            gemm(True, False, j1 - j0, nIn, SB, 1, gates + rows, G, x, nIn,
                  0, dLdW + rows * K + nOut, K)
-            sum_rows(SB, j1 - j0, dz + rows, G, dLdb + rows)
+            sum_rows(SB, j1 - j0, gates + rows, G, dLdb + rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,23 +262,23 @@ def lltm_forward(bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssiz
 
 def lltm_backward(bint fwd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
                   const real[::1] x, const real[::1] W, const real[::1] hI,
-                  const int64_t[::1] seq_len, const real[::1] h, const real[::1] gates,
+                  const int64_t[::1] seq_len, const real[::1] h, real[::1] gates,
                   const real[::1] c, const real[::1] dLdh, const real[::1] dLdhL,
-                  const real[::1] dLdcL, real[::1] dz, real[::1] dzs, real[::1] hp,
+                  const real[::1] dLdcL, real[::1] dzs,
                   real[::1] dLdx, real[::1] dLdW, real[::1] dLdb, real[::1] dLdhI,
                   real[::1] dLdcI, int n_threads):
-    """Run the backward loop. dLdh, dLdhL and dLdcL may be None (no gradient arrives there).
+    """Run the backward loop; it overwrites gates with dL/dz. dLdh, dLdhL and dLdcL may be None
+    (no gradient arrives there).
     h is read only at steps after a row's first, so with sL = 1 any [bS, nOut] array will do."""
     cdef Py_ssize_t G = 3 * nOut
     kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), W=(W, G * (nOut + nIn)),
                   hI=(hI, bS * nOut), h=(h, sL * bS * nOut), gates=(gates, sL * bS * G),
                   c=(c, sL * bS * nOut), dLdh=(dLdh, sL * bS * nOut), dLdhL=(dLdhL, bS * nOut),
-                  dLdcL=(dLdcL, bS * nOut), dz=(dz, sL * bS * G), dzs=(dzs, 2 * bS * G),
-                  hp=(hp, sL * bS * nOut), dLdx=(dLdx, sL * bS * nIn),
+                  dLdcL=(dLdcL, bS * nOut), dzs=(dzs, 2 * bS * G), dLdx=(dLdx, sL * bS * nIn),
                   dLdW=(dLdW, G * (nOut + nIn)), dLdb=(dLdb, G), dLdhI=(dLdhI, bS * nOut),
                   dLdcI=(dLdcI, bS * nOut))
     with nogil:
         backward_loop(fwd, sL, bS, nIn, nOut, ptr(x), ptr(W), ptr(hI), lengths_ptr(seq_len),
-                      ptr(h), ptr(gates), ptr(c), ptr(dLdh), ptr(dLdhL), ptr(dLdcL), ptr(dz),
-                      ptr(dzs), ptr(hp), ptr(dLdx), ptr(dLdW), ptr(dLdb), ptr(dLdhI), ptr(dLdcI),
+                      ptr(h), ptr(gates), ptr(c), ptr(dLdh), ptr(dLdhL), ptr(dLdcL),
+                      ptr(dzs), ptr(dLdx), ptr(dLdW), ptr(dLdb), ptr(dLdhI), ptr(dLdcI),
                       n_threads)

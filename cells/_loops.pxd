@@ -1,7 +1,7 @@
 # Small loops shared by the kernels of every cell family (GRU, LSTM, LLTM).
 from libc.stdint cimport int64_t
 
-from cells._blas cimport real
+from cells._blas cimport real, gemm
 
 
 cdef inline Py_ssize_t row_len(const int64_t *seq_len, Py_ssize_t b,
@@ -54,3 +54,54 @@ cdef inline void add_gate_bias(Py_ssize_t rows, Py_ssize_t nOut, Py_ssize_t ngat
         for k in range(ngates):
             for j in range(k * nOut + j0, k * nOut + j1):
                 A[i * G + j] += b[j]
+
+
+cdef inline void _state_product(bint transposed, Py_ssize_t nOut, Py_ssize_t n, Py_ssize_t rows,
+                                const real *hs,  # [rows, nOut]
+                                const real *D,   # [rows, ldd] (n columns used)
+                                Py_ssize_t ldd, real beta,
+                                real *W,         # [nOut, ldw], or [n, ldw] when transposed
+                                Py_ssize_t ldw) noexcept nogil:
+    """W = hsᵀ·D + beta·W, or its transpose Dᵀ·hs + beta·W."""
+    if transposed:
+        gemm(True, False, n, nOut, rows, 1, D, ldd, hs, nOut, beta, W, ldw)
+    else:
+        gemm(True, False, nOut, n, rows, 1, hs, nOut, D, ldd, beta, W, ldw)
+
+
+cdef inline void prev_state_product(
+        Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t n,
+        const int64_t *seq_len,  # [bS] or NULL
+        bint forward,
+        const real *hI,          # [bS, nOut]      the initial state
+        const real *h,           # [sL, bS, nOut]  every output, tau-indexed, 0 at padded steps
+        const real *D,           # [sL, bS, ldd]   n columns of a gradient, 0 at padded steps
+        Py_ssize_t ldd,
+        real *first,             # [bS, n]         scratch
+        bint transposed,
+        real *W,                 # [nOut, ldw] out: n columns; [n, ldw] when transposed
+        Py_ssize_t ldw) noexcept nogil:
+    """W = Σ over every step (tau, b) of hPrev(tau, b)ᵀ·D(tau, b) (or, transposed, its
+    transpose: a weight in PyTorch's [gates, inputs] layout): a recurrent weight's gradient,
+    hPrev being the state that entered the step, without a copy of every step's hPrev.
+
+    Forward, hPrev(tau) is h[tau-1], and hI at tau = 0. In reverse it is h[tau+1], and hI at a
+    row's first step tau = len_b-1, where h[len_b] is a padded 0: the product with h shifted
+    by one step covers every step but the first ones, which `first` gathers (D at tau = 0
+    forward, at len_b-1 in reverse, 0 for an empty row) for a product with hI."""
+    cdef Py_ssize_t b, len_b
+    if sL == 0:
+        _state_product(transposed, nOut, n, 0, hI, D, ldd, 0, W, ldw)   # zeros
+        return
+    if forward:
+        _state_product(transposed, nOut, n, bS, hI, D, ldd, 0, W, ldw)
+        _state_product(transposed, nOut, n, (sL - 1) * bS, h, D + bS * ldd, ldd, 1, W, ldw)
+        return
+    for b in range(bS):
+        len_b = row_len(seq_len, b, sL)
+        if len_b > 0:
+            copy_units(n, D + ((len_b - 1) * bS + b) * ldd, first + b * n)
+        else:
+            zero_units(n, first + b * n)
+    _state_product(transposed, nOut, n, bS, hI, first, n, 0, W, ldw)
+    _state_product(transposed, nOut, n, (sL - 1) * bS, h + bS * nOut, D, ldd, 1, W, ldw)

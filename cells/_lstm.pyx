@@ -25,7 +25,9 @@ from cells._blas cimport real, gemm, gemm_part
 from cells._entry cimport lengths_ptr, ptr
 from libc.stdint cimport int64_t
 
-from cells._loops cimport add_gate_bias, copy_units, row_len, step_time, sum_rows, zero_units
+from cells._loops cimport (
+    add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
+)
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._validate import kernel_arrays
 from cells._lstm_gates cimport lstm_bp_row, lstm_row
@@ -52,7 +54,9 @@ cdef void forward(
         real clip,                  # the cell clip; +inf for none
         const int64_t *seq_len,   # [bS]            or NULL: every row runs sL steps
         bint fwd,                   # False: each row's valid steps run backwards in time
-        real *gx,                   # [sL, bS, G]     scratch: x·Wx + b of every step
+        real *gx,                   # [sL, bS, G]     scratch: x·Wx + b of every step; may be
+                                    #                 `gates` when keep (each step's gates
+                                    #                 overwrite their own pre-activations)
         real *gh,                   # [bS, G]         scratch: hPrev·Wr
         real *hs,                   # [2, bS, nOut]   scratch: the state h, double-buffered
         real *cs,                   # [2, bS, nOut]   scratch: the state c, double-buffered
@@ -146,13 +150,11 @@ cdef void backward(
         bint fwd,
         const real *h,              # [sL, bS, nOut]  forward outputs
         const real *c,              # [sL, bS, nOut]  forward cell states
-        const real *gates,          # [sL, bS, G]     forward i, f, g, o
+        real *gates,                # [sL, bS, G]     in: forward i, f, g, o; out: dL/dz
         const real *dLdh,           # [sL, bS, nOut]  or NULL: gradient at every output
         const real *dLdhL,          # [bS, nOut]      or NULL: gradient at the final h
         const real *dLdcL,          # [bS, nOut]      or NULL: gradient at the final c
-        real *dz,                   # [sL, bS, G]     scratch: dL/dz of every (tau, b)
         real *dzs,                  # [2, bS, G]      scratch: one step's dL/dz in loop order
-        real *hp,                   # [sL, bS, nOut]  scratch: hPrev of every (tau, b)
         real *dLdx,                 # [sL, bS, nIn]   out
         real *dLdhI,                # [bS, nOut]      out; the running dL/dh during the loop
         real *dLdcI,                # [bS, nOut]      out; the running dL/dc during the loop
@@ -164,11 +166,12 @@ cdef void backward(
     """Backpropagation through time. Only the (dL/dh, dL/dc) recurrence runs step by step:
     the row functions give dz and dL/dcPrev, then dL/dhPrev = dz·Wrᵀ. dL/dx and the weight and
     bias gradients are products over all steps after the loop; the peephole gradients are
-    summed by each thread over its own units during the loop."""
+    summed by each thread over its own units during the loop. Each step's dz overwrites its
+    gates once the step has read them: no memory beyond the forward's workspace."""
     cdef Py_ssize_t G = 4 * nOut, SB = sL * bS, j0, j1, n, k, t, bb, tau, e, len_b, prev
     cdef const real *hprev
     cdef const real *cprev
-    cdef const real *gt
+    cdef real *gt
     cdef const real *wpi
     cdef const real *wpf
     cdef const real *wpo
@@ -216,7 +219,6 @@ cdef void backward(
                         prev = tau - 1 if fwd else tau + 1
                         hprev = h + (prev * bS + bb) * nOut + j0
                         cprev = c + (prev * bS + bb) * nOut + j0
-                    copy_units(n, hprev, hp + (tau * bS + bb) * nOut + j0)
                     gt = gates + (tau * bS + bb) * G + j0
                     lstm_bp_row(n, offset(dLdh, (tau * bS + bb) * nOut + j0),
                                 gt, gt + nOut, gt + 2 * nOut, gt + 3 * nOut,
@@ -225,29 +227,28 @@ cdef void backward(
                                 d + bb * G + 2 * nOut + j0, d + bb * G + 3 * nOut + j0,
                                 dLdhI + e, dLdcI + e, dwpi, dwpf, dwpo)
                     for k in range(4):
-                        copy_units(n, d + bb * G + k * nOut + j0,
-                                   dz + (tau * bS + bb) * G + k * nOut + j0)
+                        copy_units(n, d + bb * G + k * nOut + j0, gt + k * nOut)
                 else:
                     # Nothing flows through a row's padded steps: zero dz (so the recurrent
-                    # product leaves its carried gradient as it is) and time index t's scratch.
+                    # product leaves its carried gradient as it is), and time index t's dz.
                     for k in range(4):
                         zero_units(n, d + bb * G + k * nOut + j0)
-                        zero_units(n, dz + (t * bS + bb) * G + k * nOut + j0)
-                    zero_units(n, hp + (t * bS + bb) * nOut + j0)
+                        zero_units(n, gates + (t * bS + bb) * G + k * nOut + j0)
             cells_barrier()  # every thread's dz of this step is in place
             gemm(False, True, bS, n, G, 1, d, G, Wr + j0 * G, G, 1, dLdhI + j0, nOut)
-        cells_barrier()  # dz and hp of every step are complete
+        cells_barrier()  # the dz of every step is complete
 
         # dL/dx = dz·Wxᵀ, split by input columns.
-        gemm_part(me.part, me.nparts, False, True, SB, nIn, G, 1, dz, G, Wx, G, 0, dLdx, nIn)
-        # The weight and bias gradients, this thread's unit columns of each gate block.
+        gemm_part(me.part, me.nparts, False, True, SB, nIn, G, 1, gates, G, Wx, G, 0, dLdx, nIn)
+        # The weight and bias gradients, this thread's unit columns of each gate block
+        # (dzs, free now, holds each thread's rows of prev_state_product's first steps).
         for k in range(4):
-            gemm(True, False, nIn, n, SB, 1, x, nIn, dz + k * nOut + j0, G,
+            gemm(True, False, nIn, n, SB, 1, x, nIn, gates + k * nOut + j0, G,
                  0, dLdWx + k * nOut + j0, G)
-            gemm(True, False, nOut, n, SB, 1, hp, nOut, dz + k * nOut + j0, G,
-                 0, dLdWr + k * nOut + j0, G)
+            prev_state_product(sL, bS, nOut, n, seq_len, fwd, hI, h, gates + k * nOut + j0, G,
+                               dzs + bS * j0, False, dLdWr + k * nOut + j0, G)
             if dLdb != NULL:
-                sum_rows(SB, n, dz + k * nOut + j0, G, dLdb + k * nOut + j0)
+                sum_rows(SB, n, gates + k * nOut + j0, G, dLdb + k * nOut + j0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,19 +287,19 @@ def lstm_backward(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
                   const real[::1] x, const real[::1] hI, const real[::1] cI,
                   const real[::1] Wx, const real[::1] Wr, const real[::1] Wp,
                   double clip, const int64_t[::1] seq_len, bint fwd,
-                  const real[::1] h, const real[::1] c, const real[::1] gates,
+                  const real[::1] h, const real[::1] c, real[::1] gates,
                   const real[::1] dLdh, const real[::1] dLdhL, const real[::1] dLdcL,
-                  real[::1] dz, real[::1] dzs, real[::1] hp,
+                  real[::1] dzs,
                   real[::1] dLdx, real[::1] dLdhI, real[::1] dLdcI, real[::1] dLdWx,
                   real[::1] dLdWr, real[::1] dLdb, real[::1] dLdWp, int n_threads):
-    """Run the backward loop. Wp, seq_len, dLdh, dLdhL, dLdcL, dLdb may be None; dLdWp is None
-    exactly when Wp is."""
+    """Run the backward loop; it overwrites gates with dL/dz. Wp, seq_len, dLdh, dLdhL, dLdcL,
+    dLdb may be None; dLdWp is None exactly when Wp is."""
     cdef Py_ssize_t G = 4 * nOut
     kernel_arrays(sL, bS, seq_len, x=(x, sL * bS * nIn), hI=(hI, bS * nOut), cI=(cI, bS * nOut),
                   Wx=(Wx, nIn * G), Wr=(Wr, nOut * G), Wp=(Wp, 3 * nOut), h=(h, sL * bS * nOut),
                   c=(c, sL * bS * nOut), gates=(gates, sL * bS * G), dLdh=(dLdh, sL * bS * nOut),
-                  dLdhL=(dLdhL, bS * nOut), dLdcL=(dLdcL, bS * nOut), dz=(dz, sL * bS * G),
-                  dzs=(dzs, 2 * bS * G), hp=(hp, sL * bS * nOut), dLdx=(dLdx, sL * bS * nIn),
+                  dLdhL=(dLdhL, bS * nOut), dLdcL=(dLdcL, bS * nOut),
+                  dzs=(dzs, 2 * bS * G), dLdx=(dLdx, sL * bS * nIn),
                   dLdhI=(dLdhI, bS * nOut), dLdcI=(dLdcI, bS * nOut), dLdWx=(dLdWx, nIn * G),
                   dLdWr=(dLdWr, nOut * G), dLdb=(dLdb, G), dLdWp=(dLdWp, 3 * nOut))
     if (Wp is None) != (dLdWp is None):
@@ -306,5 +307,5 @@ def lstm_backward(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut,
     with nogil:
         backward(sL, bS, nIn, nOut, ptr(x), ptr(hI), ptr(cI), ptr(Wx), ptr(Wr), ptr(Wp),
                  <real>clip, lengths_ptr(seq_len), fwd, ptr(h), ptr(c), ptr(gates), ptr(dLdh),
-                 ptr(dLdhL), ptr(dLdcL), ptr(dz), ptr(dzs), ptr(hp), ptr(dLdx), ptr(dLdhI),
+                 ptr(dLdhL), ptr(dLdcL), ptr(dzs), ptr(dLdx), ptr(dLdhI),
                  ptr(dLdcI), ptr(dLdWx), ptr(dLdWr), ptr(dLdb), ptr(dLdWp), n_threads)

@@ -104,3 +104,26 @@ def kernel_arrays(sL, bS, seq_len, **arrays_and_sizes):
     if seq_len is not None and (seq_len.shape[0] != bS or
                                 any(not 0 <= seq_len[b] <= sL for b in range(bS))):
         raise ValueError(f"internal: seq_len must be {bS} lengths in [0, {sL}]")
+
+
+def fresh_workspace(backward, **buffers):
+    """Check that a workspace's `buffers` (name=array or None), which the backward pass
+    overwrites with gradients to save memory, have not been used by one already: the first
+    backward leaves them read-only (see consume_workspace)."""
+    for name, a in buffers.items():
+        if a is None:
+            continue
+        if not a.flags.writeable:
+            raise ValueError(f"workspace.{name} is read-only: this workspace was used by "
+                             f"{backward} already, which overwrites it with gradients; run the "
+                             f"forward pass again with return_workspace=True")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"workspace.{name}: expected the C-contiguous array the forward "
+                             f"pass returned")
+
+
+def consume_workspace(*buffers):
+    """Mark buffers the backward pass has overwritten with gradients read-only."""
+    for a in buffers:
+        if a is not None:
+            a.flags.writeable = False

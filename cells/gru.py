@@ -30,6 +30,10 @@ class GruWorkspace(NamedTuple):
       h     [sL, bS, nOut]   the states (the array gruTimeLoop returns)
       gates [sL, bS, 3nOut]  the activated r, u, c
       hc    [sL, bS, nOut]   hPrev·Wh_c + bh_c, with linear_before_reset only (else None)
+
+    gruTimeLoopBp consumes it: to keep a training step's memory at the workspace, it overwrites
+    gates and hc with gradients and leaves them read-only. A second backward pass needs a new
+    forward pass (as PyTorch frees a graph's saved tensors in backward()).
     """
 
     h: np.ndarray
@@ -201,6 +205,7 @@ def _check_workspace(ws, dims, dtype, lbr):
             raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
                             f"{getattr(a, 'dtype', type(a).__name__)}")
         check.shape(f"workspace.{name}", a, expected, "(the shapes of this call's x and hI)")
+    check.fresh_workspace("gruTimeLoopBp", gates=ws.gates, hc=ws.hc)
 
 
 def _block_to_gru(x, hLast, Wru, Wc, bru, bc, **grads):
@@ -249,10 +254,12 @@ def _forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=Tru
     hc = np.empty((steps, bS, nOut), dtype) if lbr else None
     h = (np.empty if seq_len is None else np.zeros)((sL, bS, nOut), dtype)
     f = check.flat
+    # Training: every step's gates overwrite its own input projection, so gx needs no memory.
+    gx = f(gates) if keep else np.empty(sL * bS * G, dtype)
     with sequential_blas():
         _gru.gru_forward(
             lbr, sL, bS, nIn, nOut, f(x), f(hI), f(Wx), f(Wh), f(bx), f(bhc), seq_len, fwd,
-            np.empty(sL * bS * G, dtype), np.empty(bS * G, dtype), np.zeros(bS * nOut, dtype),
+            gx, np.empty(bS * G, dtype), np.zeros(bS * nOut, dtype),
             np.empty(2 * bS * nOut, dtype), keep, f(gates), f(hc), f(h), n_threads)
     return h, (GruWorkspace(h, gates, hc) if keep else None)
 
@@ -271,15 +278,16 @@ def _backward(dims, x, hI, Wx, Wh, b, lbr, ws, dLdh, dLdhLast, dLdgates, n_threa
     dLdWh = np.empty((nOut, G), dtype)
     dLdbx = np.empty(G, dtype)
     dLdbhc = np.empty(nOut, dtype) if lbr else None
+    rh = None if lbr else np.empty(sL * bS * nOut, dtype)
     f = check.flat
     with sequential_blas():
         _gru.gru_backward(
             lbr, sL, bS, nIn, nOut, f(x), f(hI), f(Wx), f(Wh), seq_len, fwd,
             f(ws.h), f(ws.gates), f(ws.hc), f(dLdh), f(dLdhLast), f(dLdgates),
             np.empty(2 * bS * G, dtype), np.empty(2 * bS * nOut, dtype),
-            np.empty(bS * nOut, dtype), np.empty(sL * bS * G, dtype),
-            np.empty(sL * bS * nOut, dtype), np.empty(sL * bS * nOut, dtype),
+            np.empty(bS * nOut, dtype), rh,
             f(dLdx), f(dLdhI), f(dLdWx), f(dLdWh), dLdbx, dLdbhc, n_threads)
+    check.consume_workspace(ws.gates, ws.hc)
     return dLdx, dLdhI, dLdWx, dLdWh, _bias_grad(b, dLdbx, dLdbhc, lbr)
 
 

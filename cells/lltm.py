@@ -31,6 +31,10 @@ class LltmWorkspace(NamedTuple):
       h     [sL, bS, S]   the outputs (the array lltmTimeLoop returns)
       gates [sL, bS, 3S]  the activated gates i, o and the candidate n = elu(z2)
       c     [sL, bS, S]   the cell state after the step
+
+    lltmTimeLoopBp consumes it: to keep a training step's memory at the workspace, it overwrites
+    gates with gradients and leaves them read-only. A second backward pass needs a new forward
+    pass (as PyTorch frees a graph's saved tensors in backward()).
     """
 
     h: np.ndarray
@@ -198,6 +202,7 @@ def _check_workspace(ws, dims, dtype):
             raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
                             f"{getattr(a, 'dtype', type(a).__name__)}")
         check.shape(f"workspace.{name}", a, expected, "(the shapes of this call's x and hI)")
+    check.fresh_workspace("lltmTimeLoopBp", gates=ws.gates)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,10 +221,11 @@ def _forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
     cL = np.empty((bS, S), dtype)
     z = np.empty((bS, G), dtype) if z is None else z
     f = check.flat
+    # Training: every step's gates overwrite its own input projection, so gx needs no memory.
+    gx = f(gates) if keep else np.empty(sL * bS * G, dtype)
     with sequential_blas():
         _lltm.lltm_forward(
-            fwd, sL, bS, nIn, S, f(x), f(W), f(b), f(hI), f(cI), lens,
-            np.empty(sL * bS * G, dtype), f(z), np.empty(2 * bS * S, dtype),
+            fwd, sL, bS, nIn, S, f(x), f(W), f(b), f(hI), f(cI), lens, gx, f(z), np.empty(2 * bS * S, dtype),
             np.empty(2 * bS * S, dtype), f(gates), f(c), keep, f(h), f(hL), f(cL), n_threads)
     return h, hL, cL, (LltmWorkspace(h, gates, c) if keep else None)
 
@@ -240,7 +246,7 @@ def _backward(dims, x, W, hI, cI, fwd, ws, dLdh, dLdhL, dLdcL, n_threads, b=None
     with sequential_blas():
         _lltm.lltm_backward(
             fwd, sL, bS, nIn, S, f(x), f(W), f(hI), lens, f(ws.h), f(ws.gates), f(ws.c),
-            f(dLdh), f(dLdhL), f(dLdcL), np.empty(sL * bS * G, dtype),
-            np.empty(2 * bS * G, dtype), np.empty(sL * bS * S, dtype),
+            f(dLdh), f(dLdhL), f(dLdcL), np.empty(2 * bS * G, dtype),
             f(dLdx), f(dLdW), dLdb, f(dLdhI), f(dLdcI), n_threads)
+    check.consume_workspace(ws.gates)
     return dLdx, dLdW, dLdb, dLdhI, dLdcI

@@ -47,6 +47,10 @@ class LstmWorkspace(NamedTuple):
       forward    bool
       cell_clip  float
       peepholes  bool (whether Wp was given)
+
+    lstmLayerTimeLoopBp consumes it: to keep a training step's memory at the workspace, it
+    overwrites gates with gradients and leaves them read-only. A second backward pass needs a new
+    forward pass (as PyTorch frees a graph's saved tensors in backward()).
     """
 
     h: np.ndarray
@@ -192,6 +196,7 @@ def _check_workspace(ws, dims, dtype, lengths, fwd, clip, peepholes):
             raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
                             f"{getattr(a, 'dtype', type(a).__name__)}")
         check.shape(f"workspace.{name}", a, expected, "(the shapes of this call's x and Wr)")
+    check.fresh_workspace("lstmLayerTimeLoopBp", gates=ws.gates)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,11 +223,13 @@ def _forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, keep, n_threads
     hL = np.empty((bS, nOut), dtype)
     cL = np.empty((bS, nOut), dtype)
     f = check.flat
+    # Training: every step's gates overwrite its own input projection, so gx needs no memory.
+    gx = f(gates) if keep else np.empty(sL * bS * G, dtype)
     with sequential_blas():
         _lstm.lstm_forward(
             sL, bS, nIn, nOut, f(x), f(_state(hI, bS, nOut, dtype)),
             f(_state(cI, bS, nOut, dtype)), f(Wx), f(Wr), f(b), f(Wp), _kernel_clip(clip),
-            lengths, fwd, np.empty(sL * bS * G, dtype), np.empty(bS * G, dtype),
+            lengths, fwd, gx, np.empty(bS * G, dtype),
             np.empty(2 * bS * nOut, dtype), np.empty(2 * bS * nOut, dtype),
             f(gates), f(c), keep, f(h), f(hL), f(cL), n_threads)
     ws = None
@@ -253,7 +260,7 @@ def _backward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, ws, dLdh, dLdh
             sL, bS, nIn, nOut, f(x), f(_state(hI, bS, nOut, dtype)),
             f(_state(cI, bS, nOut, dtype)), f(Wx), f(Wr), f(Wp), _kernel_clip(clip), lengths,
             fwd, f(ws.h), f(ws.c), f(ws.gates), f(dLdh), f(dLdhL), f(dLdcL),
-            np.empty(sL * bS * G, dtype), np.empty(2 * bS * G, dtype),
-            np.empty(sL * bS * nOut, dtype),
+            np.empty(2 * bS * G, dtype),
             f(dLdx), f(dLdhI), f(dLdcI), f(dLdWx), f(dLdWr), dLdb, dLdWp, n_threads)
+    check.consume_workspace(ws.gates)
     return dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI, dLdWp

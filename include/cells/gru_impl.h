@@ -63,17 +63,19 @@ CELLS_FN void FN(gru_lbr_bp_reset)(REAL dzc, REAL dLdr, REAL r, REAL hc, REAL *d
 }
 
 /* Row loops: one batch row, n units, for the CPU time loops (cells/_gru.pyx). Each gate block is
- * its own pointer, already offset to the first unit; no two overlap, so the loops vectorise.
- * Pointers marked "or NULL" mean a zero gradient. */
+ * its own pointer, already offset to the first unit. Pointers marked "or NULL" mean a zero
+ * gradient. No two pointers overlap (restrict), except that a gate may be written over its own
+ * pre-activation (r over xr, ...: element j is read before it is written, in every iteration
+ * alone); those pointers are not restrict, and `omp simd` vectorises the loops all the same. */
 
 CELLS_ROW FN(gru_lbr_row)(
         ptrdiff_t n,
-        const REAL *CELLS_RESTRICT xr, const REAL *CELLS_RESTRICT xu,
-        const REAL *CELLS_RESTRICT xc,   /* x·Wx + bx (+ bh_r, bh_u) */
+        const REAL *xr, const REAL *xu,
+        const REAL *xc,                  /* x·Wx + bx (+ bh_r, bh_u) */
         const REAL *CELLS_RESTRICT hr, const REAL *CELLS_RESTRICT hu,
         const REAL *CELLS_RESTRICT hh,   /* hPrev·Wh */
         const REAL *CELLS_RESTRICT bhc, const REAL *CELLS_RESTRICT hPrev,
-        REAL *CELLS_RESTRICT r, REAL *CELLS_RESTRICT u, REAL *CELLS_RESTRICT c,
+        REAL *r, REAL *u, REAL *c,       /* may be xr, xu, xc */
         REAL *CELLS_RESTRICT hc, REAL *CELLS_RESTRICT h) {
     CELLS_SIMD
     for (ptrdiff_t j = 0; j < n; ++j) {
@@ -85,10 +87,11 @@ CELLS_ROW FN(gru_lbr_row)(
 
 CELLS_ROW FN(gru_rb_gates_row)(
         ptrdiff_t n,
-        const REAL *CELLS_RESTRICT xr, const REAL *CELLS_RESTRICT xu,
+        const REAL *xr, const REAL *xu,
         const REAL *CELLS_RESTRICT hr, const REAL *CELLS_RESTRICT hu,
         const REAL *CELLS_RESTRICT hPrev,
-        REAL *CELLS_RESTRICT r, REAL *CELLS_RESTRICT u, REAL *CELLS_RESTRICT rh) {
+        REAL *r, REAL *u,                /* may be xr, xu */
+        REAL *CELLS_RESTRICT rh) {
     CELLS_SIMD
     for (ptrdiff_t j = 0; j < n; ++j)
         FN(gru_rb_gates)(xr[j] + hr[j], xu[j] + hu[j], hPrev[j], &r[j], &u[j], &rh[j]);
@@ -96,10 +99,11 @@ CELLS_ROW FN(gru_rb_gates_row)(
 
 CELLS_ROW FN(gru_rb_state_row)(
         ptrdiff_t n,
-        const REAL *CELLS_RESTRICT xc,   /* x·Wx_c + b */
+        const REAL *xc,                  /* x·Wx_c + b */
         const REAL *CELLS_RESTRICT hh,   /* (r∘hPrev)·Wh_c */
         const REAL *CELLS_RESTRICT u, const REAL *CELLS_RESTRICT hPrev,
-        REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
+        REAL *c,                         /* may be xc */
+        REAL *CELLS_RESTRICT h) {
     CELLS_SIMD
     for (ptrdiff_t j = 0; j < n; ++j)
         FN(gru_rb_state)(xc[j] + hh[j], u[j], hPrev[j], &c[j], &h[j]);

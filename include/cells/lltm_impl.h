@@ -39,11 +39,12 @@ CELLS_FN void FN(lltm_bp_step)(REAL g, REAL dc, REAL i, REAL o, REAL n, REAL c,
 /* z: in, the recurrent part hPrev·W_hᵀ; out, the whole pre-activation z = zx + hPrev·W_hᵀ. */
 CELLS_ROW FN(lltm_row)(
         ptrdiff_t n,
-        const REAL *CELLS_RESTRICT zx0, const REAL *CELLS_RESTRICT zx1,
-        const REAL *CELLS_RESTRICT zx2,  /* x·W_xᵀ + b */
+        const REAL *zx0, const REAL *zx1,
+        const REAL *zx2,                 /* x·W_xᵀ + b */
         REAL *CELLS_RESTRICT z0, REAL *CELLS_RESTRICT z1, REAL *CELLS_RESTRICT z2,
         const REAL *CELLS_RESTRICT cPrev,
-        REAL *CELLS_RESTRICT i, REAL *CELLS_RESTRICT o, REAL *CELLS_RESTRICT cand,
+        REAL *i, REAL *o, REAL *cand,    /* may be zx0, zx1, zx2 (element j is read before it
+                                            is written: not restrict) */
         REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
     CELLS_SIMD
     for (ptrdiff_t j = 0; j < n; ++j) {

@@ -58,15 +58,16 @@ CELLS_FN void FN(lstm_bp_step)(REAL dh, REAL dc, REAL i, REAL f, REAL g, REAL o,
 
 CELLS_ROW FN(lstm_row)(
         ptrdiff_t n,
-        const REAL *CELLS_RESTRICT xi, const REAL *CELLS_RESTRICT xf,
-        const REAL *CELLS_RESTRICT xg, const REAL *CELLS_RESTRICT xo,  /* x·Wx + b */
+        const REAL *xi, const REAL *xf,
+        const REAL *xg, const REAL *xo,                                 /* x·Wx + b */
         const REAL *CELLS_RESTRICT hi, const REAL *CELLS_RESTRICT hf,
         const REAL *CELLS_RESTRICT hg, const REAL *CELLS_RESTRICT ho,  /* hPrev·Wr */
         const REAL *CELLS_RESTRICT wpi, const REAL *CELLS_RESTRICT wpf,
         const REAL *CELLS_RESTRICT wpo,                                 /* or NULL */
         REAL clip, const REAL *CELLS_RESTRICT cPrev,
-        REAL *CELLS_RESTRICT i, REAL *CELLS_RESTRICT f, REAL *CELLS_RESTRICT g,
-        REAL *CELLS_RESTRICT o, REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
+        REAL *i, REAL *f, REAL *g, REAL *o,    /* may be xi, xf, xg, xo (element j is read
+                                                  before it is written: not restrict) */
+        REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
     CELLS_SIMD
     for (ptrdiff_t j = 0; j < n; ++j)
         FN(lstm_step)(xi[j] + hi[j], xf[j] + hf[j], xg[j] + hg[j], xo[j] + ho[j],
