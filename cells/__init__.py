@@ -10,7 +10,11 @@
 
 The time loops take seq_len (variable lengths) and forward=False (reverse direction). See
 cells.gru, cells.lstm and cells.lltm for the math, the shapes and the threading contract.
+
+    cells.convert                       weight layouts of PyTorch, Keras, ONNX, the block GRU cell
+    cells.onnx                          ONNX's GRU and LSTM operators, and their gradients
 """
+from cells import convert, onnx
 from cells.gru import (
     GruWorkspace,
     gruBlockCell,

@@ -21,6 +21,7 @@ import numpy as np
 from cells import _gru
 from cells import _validate as check
 from cells._threads import resolve_n_threads, sequential_blas
+from cells.convert import gru_from_block
 
 
 class GruWorkspace(NamedTuple):
@@ -210,7 +211,8 @@ def _check_workspace(ws, dims, dtype, lbr):
 
 def _block_to_gru(x, hLast, Wru, Wc, bru, bc, **grads):
     """Validate the block cell's arguments and lay its weights out as gruCell's
-    (reset-before, one bias): Wx = [Wru | Wc] over the x rows, Wh likewise over the h rows."""
+    (reset-before, one bias; cells.convert.gru_from_block): Wx = [Wru | Wc] over the x rows,
+    Wh likewise over the h rows."""
     check.real_arrays(optional=grads, x=x, hLast=hLast, Wru=Wru, Wc=Wc, bru=bru, bc=bc, **grads)
     check.ndim("x", x, 2, "[bS, nIn]")
     check.ndim("hLast", hLast, 2, "[bS, nOut]")
@@ -221,9 +223,7 @@ def _block_to_gru(x, hLast, Wru, Wc, bru, bc, **grads):
     check.shape("bru", bru, (2 * nOut,), "[2*nOut]")
     check.shape("bc", bc, (nOut,), "[nOut]")
     check.gemm_dims(**{"bS": bS, "nIn": nIn, "4*nOut": 4 * nOut})
-    Wx = np.concatenate([Wru[:nIn], Wc[:nIn]], axis=1)
-    Wh = np.concatenate([Wru[nIn:], Wc[nIn:]], axis=1)
-    b = np.concatenate([bru, bc])
+    Wx, Wh, b = gru_from_block(Wru, Wc, bru, bc)
     return (1, bS, nIn, nOut), Wx, Wh, b
 
 

@@ -1,0 +1,555 @@
+"""Moving GRU and LSTM weights between cells and PyTorch, Keras, ONNX and the block GRU cell.
+
+Every converter takes array-likes (NumPy arrays, torch tensors, which are detached and copied to
+the CPU, nested lists) of one dtype, float32 or float64, and returns new C-contiguous NumPy
+arrays of that dtype. Nothing is converted silently: a list of Python floats is float64, and an
+integer, float16 or mixed-dtype call is a TypeError; a wrong shape is a ValueError naming the
+argument with the expected and the given shape. torch is imported by from_torch_module only.
+
+cells' layout (products are row-vector, z = x·W; H = nOut = hidden_size = units, I = nIn):
+
+    GRU   Wx [I, 3H], Wh [H, 3H], b [3H] (bx alone, bh = 0) or [2, 3H] (rows bx, bh);
+          gate blocks r, u, c (reset, update, candidate)
+    LSTM  Wx [I, 4H], Wr [H, 4H], b [4H], peepholes Wp [3H] in blocks i, f, o;
+          gate blocks i, f, g, o (input, forget, cell candidate, output)
+
+The other layouts, with each framework's own gate names (z = u; n, h = c for a GRU; c = g for
+an LSTM). PyTorch and ONNX store the matrices transposed (W·x); the others do not (x·W).
+
+    PyTorch nn.GRU, GRUCell    weight_ih [3H, I], weight_hh [3H, H],      r, z, n
+                               bias_ih, bias_hh [3H]                      b = [bias_ih, bias_hh]
+    Keras GRU                  kernel [I, 3H], recurrent_kernel [H, 3H],  z, r, h
+                               bias [2, 3H] (reset_after=True)            b = bias (rows moved)
+                               or [3H] (reset_after=False)                b = bias
+    ONNX GRU                   W [dirs, 3H, I], R [dirs, 3H, H],          z, r, h
+                               B [dirs, 6H] = [Wb | Rb]                   b = [Wb, Rb]
+    block: libnd4j's block     Wru [I+H, 2H] (rows x then h), Wc [I+H, H] r, u | c
+      gruCell, GRUBlockCell    bru [2H], bc [H]                           b = [bru | bc]
+    PyTorch nn.LSTM, LSTMCell  weight_ih [4H, I], weight_hh [4H, H],      i, f, g, o
+                               bias_ih, bias_hh [4H]                      b = bias_ih + bias_hh
+    Keras LSTM                 kernel [I, 4H], recurrent_kernel [H, 4H],  i, f, c, o
+                               bias [4H]                                  b = bias
+    ONNX LSTM                  W [dirs, 4H, I], R [dirs, 4H, H],          i, o, f, c
+                               B [dirs, 8H] = [Wb | Rb],                  b = Wb + Rb
+                               P [dirs, 3H] (peepholes i, o, f)           Wp = P as (i, f, o)
+
+ONNX's from_* take the index of one direction of W, R, B, P; its to_* return a leading
+direction axis of 1 (concatenate two for a bidirectional node).
+
+Which GRU. cells' arrays do not say which GRU they belong to: the candidate is
+c = tanh(x·Wx_c + bx_c + (r∘hI)·Wh_c + bh_c) (reset-before) or
+c = tanh(x·Wx_c + bx_c + r∘(hI·Wh_c + bh_c)) (linear-before-reset), chosen by the
+linear_before_reset flag of cells' GRU functions. Each GRU from_* says which one it returns
+(PyTorch: always linear-before-reset; Keras: reset_after; block: reset-before; ONNX: the node's
+attribute linear_before_reset, which the arrays do not depend on). gru_to_torch, gru_to_keras,
+gru_to_block and gru_fold_bias take a keyword `linear_before_reset` without a default, the
+value the model runs with in cells, so that no conversion changes the model without being told
+which model it is.
+
+What cannot be represented is a ValueError, never an approximation:
+  - gru_to_torch(linear_before_reset=False): PyTorch has only the linear-before-reset GRU.
+  - gru_to_block(linear_before_reset=True): the block cell is only reset-before.
+  - Folding b [2, 3H] into one bias [3H] (gru_fold_bias, for libnd4j's fused gruCell; Keras
+    reset_after=False; the block cell). Reset-before, every recurrent bias is a plain summand of
+    a pre-activation, so bx + bh is the same model. Linear-before-reset, bh_r and bh_u fold the
+    same way but bh_c sits inside r∘(hI·Wh_c + bh_c): a non-zero b[1, 2H:] cannot be folded.
+  - from_torch_module: an LSTM with proj_size > 0, or another module than the four above.
+PyTorch and Keras LSTMs have no peepholes (and no cell clipping): lstm_to_torch and
+lstm_to_keras take no Wp.
+
+Gradients. Every map here is linear, and all but the bias sums only move values (gate blocks
+permuted, matrices transposed), so gradients convert with the same function as the weights, in
+both directions: dL/dWx, dL/dWh (dL/dWr), dL/dWp, and a GRU's dL/db [2, 3H] to and from
+PyTorch's (bias_ih, bias_hh), Keras's reset_after bias and ONNX's B. A bias that is the sum of
+two, b = p + q, gives each the whole gradient, dL/dp = dL/dq = dL/db, which to_* and from_*
+cannot produce from gradients:
+  - lstm_to_torch(dL/dWx, dL/dWr, dL/db) gives the gradients of weight_ih, weight_hh and
+    bias_ih; bias_hh's is a copy of bias_ih's, not the zeros it returns. Likewise lstm_to_onnx:
+    the gradient of B is [dL/dWb | dL/dWb], B[:, 4H:] a copy of B[:, :4H].
+  - lstm_from_torch of all four PyTorch gradients returns 2·dL/db: pass bias_ih's alone
+    (lstm_from_torch(dW_ih, dW_hh, dbias_ih)). lstm_from_onnx of the gradient of B returns
+    2·dL/db too: halve it.
+  - A GRU bias folded into one (gru_fold_bias, gru_to_keras(linear_before_reset=False) and
+    gru_to_block of a b [2, 3H]) has the gradient dL/db[0] (equal to dL/db[1] reset-before):
+    convert dL/db[0], not dL/db, whose rows would be added.
+  - A GRU run in cells with b [3H] has no bh, hence no gradient for it: to_* returns zeros for
+    the gradient of bias_hh (Rb, Keras's recurrent row). Run cells with b [2, 3H]
+    (np.stack([b, 0 * b]): the same model) to get it.
+"""
+import numbers
+import sys
+from typing import List, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+from cells import _validate as check
+
+# Gate orders, each framework's gates named by cells' letters: GRU r, u, c; LSTM i, f, g, o.
+_GRU = _TORCH_GRU = "ruc"
+_KERAS_GRU = _ONNX_GRU = "urc"
+_LSTM = _TORCH_LSTM = _KERAS_LSTM = "ifgo"
+_ONNX_LSTM = "iofg"
+_PEEPHOLES, _ONNX_PEEPHOLES = "ifo", "iof"
+
+
+# ---------------------------------------------------------------------------------------------
+# GRU
+# ---------------------------------------------------------------------------------------------
+
+def gru_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
+    """PyTorch's nn.GRU / nn.GRUCell weights (one layer, one direction) in cells' layout.
+
+    weight_ih [3H, I], weight_hh [3H, H], bias_ih [3H] or None (zeros), bias_hh [3H] or None
+    (zeros), gates r, z, n. Returns (Wx [I, 3H], Wh [H, 3H], b [2, 3H] = [bias_ih, bias_hh]),
+    to run with linear_before_reset=True (PyTorch's only GRU).
+    """
+    weight_ih, weight_hh, bias_ih, bias_hh = _arrays(
+        ("bias_ih", "bias_hh"),
+        weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
+    H = _check_torch(3, weight_ih, weight_hh, bias_ih, bias_hh)
+    b = np.stack([_or_zeros(bias_ih, 3 * H, weight_ih.dtype),
+                  _or_zeros(bias_hh, 3 * H, weight_ih.dtype)])
+    return (_transposed(_reorder(weight_ih, _TORCH_GRU, _GRU, axis=0)),
+            _transposed(_reorder(weight_hh, _TORCH_GRU, _GRU, axis=0)),
+            _reorder(b, _TORCH_GRU, _GRU))
+
+
+def gru_to_torch(Wx, Wh, b, *, linear_before_reset):
+    """cells' GRU weights as PyTorch's nn.GRU / nn.GRUCell parameters.
+
+    Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]; linear_before_reset must be True (PyTorch has
+    no reset-before GRU: False is a ValueError). Returns (weight_ih [3H, I], weight_hh [3H, H],
+    bias_ih [3H], bias_hh [3H]); bias_hh is zeros when b is [3H].
+    """
+    if not check.flag("linear_before_reset", linear_before_reset):
+        raise ValueError(
+            "linear_before_reset=False: PyTorch's GRU is linear-before-reset only, "
+            "c = tanh(x·Wx_c + bx_c + r∘(hI·Wh_c + bh_c)); a reset-before GRU, "
+            "c = tanh(x·Wx_c + bx_c + (r∘hI)·Wh_c + bh_c), has no PyTorch equivalent")
+    Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
+    _check_gru(Wx, Wh, b)
+    bias_ih, bias_hh = _reorder(_two_rows(b), _GRU, _TORCH_GRU)
+    return (_transposed(_reorder(Wx, _GRU, _TORCH_GRU)),
+            _transposed(_reorder(Wh, _GRU, _TORCH_GRU)), bias_ih, bias_hh)
+
+
+def gru_from_keras(kernel, recurrent_kernel, bias=None, reset_after=True):
+    """Keras's GRU weights (layer.get_weights()) in cells' layout.
+
+    kernel [I, 3H], recurrent_kernel [H, 3H], gates z, r, h; bias (None: zeros) [2, 3H] (rows
+    input, recurrent) when reset_after=True, [3H] when reset_after=False (the layer's own
+    option). Returns (Wx [I, 3H], Wh [H, 3H], b with bias's shape), to run with
+    linear_before_reset=reset_after.
+    """
+    reset_after = check.flag("reset_after", reset_after)
+    kernel, recurrent_kernel, bias = _arrays(
+        ("bias",), kernel=kernel, recurrent_kernel=recurrent_kernel, bias=bias)
+    H = _check_keras(3, kernel, recurrent_kernel)
+    if reset_after:
+        shape, meaning = (2, 3 * H), "[2, 3*units] (rows input, recurrent) with reset_after=True"
+    else:
+        shape, meaning = (3 * H,), "[3*units] with reset_after=False"
+    if bias is None:
+        bias = np.zeros(shape, kernel.dtype)
+    else:
+        check.shape("bias", bias, shape, meaning)
+    return (_reorder(kernel, _KERAS_GRU, _GRU), _reorder(recurrent_kernel, _KERAS_GRU, _GRU),
+            _reorder(bias, _KERAS_GRU, _GRU))
+
+
+def gru_to_keras(Wx, Wh, b, *, linear_before_reset):
+    """cells' GRU weights as Keras's (for layer.set_weights), for
+    keras.layers.GRU(reset_after=linear_before_reset).
+
+    Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]. Returns (kernel [I, 3H], recurrent_kernel
+    [H, 3H], bias): [2, 3H] with linear_before_reset=True (recurrent row 0 when b is [3H]),
+    else [3H] = gru_fold_bias(b) (reset-before: the rows are summed, the same model).
+    """
+    lbr = check.flag("linear_before_reset", linear_before_reset)
+    Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
+    _check_gru(Wx, Wh, b)
+    bias = _two_rows(b) if lbr else _fold(b, False)
+    return (_reorder(Wx, _GRU, _KERAS_GRU), _reorder(Wh, _GRU, _KERAS_GRU),
+            _reorder(bias, _GRU, _KERAS_GRU))
+
+
+def gru_from_onnx(W, R, B=None, direction=0):
+    """One direction of an ONNX GRU node's inputs in cells' layout.
+
+    W [dirs, 3H, I], R [dirs, 3H, H], B [dirs, 6H] = [Wb | Rb] or None (zeros), gates z, r, h;
+    direction indexes dirs (a bidirectional node: 0 forward, 1 reverse, which cells runs with
+    forward=False). Returns (Wx [I, 3H], Wh [H, 3H], b [2, 3H] = [Wb, Rb]), to run with the
+    node's linear_before_reset.
+    """
+    W, R, B = _arrays(("B",), W=W, R=R, B=B)
+    H, d = _check_onnx(3, W, R, direction)
+    if B is None:
+        B = np.zeros((W.shape[0], 6 * H), W.dtype)
+    else:
+        check.shape("B", B, (W.shape[0], 6 * H), "[num_directions, 6*hidden_size] (Wb then Rb)")
+    return (_transposed(_reorder(W[d], _ONNX_GRU, _GRU, axis=0)),
+            _transposed(_reorder(R[d], _ONNX_GRU, _GRU, axis=0)),
+            _reorder(B[d].reshape(2, 3 * H), _ONNX_GRU, _GRU))
+
+
+def gru_to_onnx(Wx, Wh, b):
+    """cells' GRU weights as an ONNX GRU node's inputs, with one direction (dirs = 1).
+
+    Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]. Returns (W [1, 3H, I], R [1, 3H, H],
+    B [1, 6H] = [Wb | Rb], Rb = 0 when b is [3H]); set the node's linear_before_reset to the
+    flag the model runs with in cells.
+    """
+    Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
+    H = _check_gru(Wx, Wh, b)
+    return (_transposed(_reorder(Wx, _GRU, _ONNX_GRU))[None],
+            _transposed(_reorder(Wh, _GRU, _ONNX_GRU))[None],
+            _reorder(_two_rows(b), _GRU, _ONNX_GRU).reshape(1, 6 * H))
+
+
+def gru_from_block(Wru, Wc, bru, bc):
+    """The block GRU cell's weights (libnd4j's block gruCell, TensorFlow's GRUBlockCell,
+    cells.gruBlockCell) in cells' layout.
+
+    Wru [I+H, 2H] (rows x then h, columns r then u), Wc [I+H, H], bru [2H], bc [H].
+    Returns (Wx [I, 3H], Wh [H, 3H], b [3H]), to run with linear_before_reset=False (the block
+    cell is reset-before).
+    """
+    Wru, Wc, bru, bc = _arrays(Wru=Wru, Wc=Wc, bru=bru, bc=bc)
+    check.ndim("Wc", Wc, 2, "[nIn+nOut, nOut]")
+    nOut = Wc.shape[1]
+    nIn = Wc.shape[0] - nOut
+    if nIn < 0:
+        raise ValueError(f"Wc: expected shape [nIn+nOut, nOut] (at least nOut rows), "
+                         f"got {Wc.shape}")
+    check.shape("Wru", Wru, (nIn + nOut, 2 * nOut), "[nIn+nOut, 2*nOut] (nIn, nOut from Wc)")
+    check.shape("bru", bru, (2 * nOut,), "[2*nOut]")
+    check.shape("bc", bc, (nOut,), "[nOut]")
+    return (np.concatenate([Wru[:nIn], Wc[:nIn]], axis=1),
+            np.concatenate([Wru[nIn:], Wc[nIn:]], axis=1), np.concatenate([bru, bc]))
+
+
+def gru_to_block(Wx, Wh, b, *, linear_before_reset):
+    """cells' GRU weights in the block cell's layout (see gru_from_block).
+
+    Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]; linear_before_reset must be False (the block
+    cell is reset-before: True is a ValueError). Returns (Wru [I+H, 2H], Wc [I+H, H],
+    bru [2H], bc [H]) with the bias gru_fold_bias(b).
+    """
+    if check.flag("linear_before_reset", linear_before_reset):
+        raise ValueError(
+            "linear_before_reset=True: the block cell (libnd4j's block gruCell, TensorFlow's "
+            "GRUBlockCell) is reset-before only, c = tanh([x, r∘hLast]·Wc + bc); a "
+            "linear-before-reset GRU, c = tanh(x·Wx_c + bx_c + r∘(hI·Wh_c + bh_c)), has no "
+            "block equivalent")
+    Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
+    H = _check_gru(Wx, Wh, b)
+    Wru = np.concatenate([Wx[:, :2 * H], Wh[:, :2 * H]])
+    Wc = np.concatenate([Wx[:, 2 * H:], Wh[:, 2 * H:]])
+    bru, bc = np.split(_fold(b, False), [2 * H])
+    return Wru, Wc, bru, bc
+
+
+def gru_fold_bias(b, *, linear_before_reset):
+    """b [2, 3H] as one bias [3H] for the same model: libnd4j's fused gruCell, cells with b [3H].
+
+    Reset-before, every recurrent bias is a plain summand: returns b[0] + b[1]. With
+    linear_before_reset=True bh_r, bh_u fold the same way, but bh_c sits inside
+    r∘(hI·Wh_c + bh_c): a non-zero b[1, 2H:] is a ValueError. A b [3H] is returned as a copy.
+    """
+    lbr = check.flag("linear_before_reset", linear_before_reset)
+    (b,) = _arrays(b=b)
+    if b.ndim not in (1, 2) or b.shape[-1] % 3 or (b.ndim == 2 and b.shape[0] != 2):
+        raise ValueError(f"b: expected shape [3*nOut] or [2, 3*nOut] (rows bx, bh), "
+                         f"got {b.shape}")
+    return _fold(b, lbr)
+
+
+# ---------------------------------------------------------------------------------------------
+# LSTM
+# ---------------------------------------------------------------------------------------------
+
+def lstm_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
+    """PyTorch's nn.LSTM / nn.LSTMCell weights (one layer, one direction) in cells' layout.
+
+    weight_ih [4H, I], weight_hh [4H, H], bias_ih [4H] or None, bias_hh [4H] or None, gates
+    i, f, g, o. Returns (Wx [I, 4H], Wr [H, 4H], b [4H] = bias_ih + bias_hh, the missing ones
+    as zeros).
+    """
+    weight_ih, weight_hh, bias_ih, bias_hh = _arrays(
+        ("bias_ih", "bias_hh"),
+        weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
+    H = _check_torch(4, weight_ih, weight_hh, bias_ih, bias_hh)
+    b = _or_zeros(bias_ih, 4 * H, weight_ih.dtype) + _or_zeros(bias_hh, 4 * H, weight_ih.dtype)
+    return (_transposed(_reorder(weight_ih, _TORCH_LSTM, _LSTM, axis=0)),
+            _transposed(_reorder(weight_hh, _TORCH_LSTM, _LSTM, axis=0)),
+            _reorder(b, _TORCH_LSTM, _LSTM))
+
+
+def lstm_to_torch(Wx, Wr, b=None):
+    """cells' LSTM weights (no peepholes: PyTorch has none) as nn.LSTM / nn.LSTMCell parameters.
+
+    Wx [I, 4H], Wr [H, 4H], b [4H] or None. Returns (weight_ih [4H, I], weight_hh [4H, H],
+    bias_ih [4H] = b (zeros when None), bias_hh [4H] = zeros).
+    """
+    Wx, Wr, b = _arrays(("b",), Wx=Wx, Wr=Wr, b=b)
+    H = _check_lstm(Wx, Wr, b)
+    return (_transposed(_reorder(Wx, _LSTM, _TORCH_LSTM)),
+            _transposed(_reorder(Wr, _LSTM, _TORCH_LSTM)),
+            _reorder(_or_zeros(b, 4 * H, Wx.dtype), _LSTM, _TORCH_LSTM),
+            np.zeros(4 * H, Wx.dtype))
+
+
+def lstm_from_keras(kernel, recurrent_kernel, bias=None):
+    """Keras's LSTM weights (layer.get_weights()) in cells' layout.
+
+    kernel [I, 4H], recurrent_kernel [H, 4H], bias [4H] or None (zeros), gates i, f, c, o.
+    Returns (Wx [I, 4H], Wr [H, 4H], b [4H]).
+    """
+    kernel, recurrent_kernel, bias = _arrays(
+        ("bias",), kernel=kernel, recurrent_kernel=recurrent_kernel, bias=bias)
+    H = _check_keras(4, kernel, recurrent_kernel)
+    if bias is not None:
+        check.shape("bias", bias, (4 * H,), "[4*units]")
+    return (_reorder(kernel, _KERAS_LSTM, _LSTM), _reorder(recurrent_kernel, _KERAS_LSTM, _LSTM),
+            _reorder(_or_zeros(bias, 4 * H, kernel.dtype), _KERAS_LSTM, _LSTM))
+
+
+def lstm_to_keras(Wx, Wr, b=None):
+    """cells' LSTM weights (no peepholes: Keras has none) as Keras's, for layer.set_weights.
+
+    Wx [I, 4H], Wr [H, 4H], b [4H] or None. Returns (kernel [I, 4H], recurrent_kernel [H, 4H],
+    bias [4H], zeros when b is None).
+    """
+    Wx, Wr, b = _arrays(("b",), Wx=Wx, Wr=Wr, b=b)
+    H = _check_lstm(Wx, Wr, b)
+    return (_reorder(Wx, _LSTM, _KERAS_LSTM), _reorder(Wr, _LSTM, _KERAS_LSTM),
+            _reorder(_or_zeros(b, 4 * H, Wx.dtype), _LSTM, _KERAS_LSTM))
+
+
+def lstm_from_onnx(W, R, B=None, P=None, direction=0):
+    """One direction of an ONNX LSTM node's inputs in cells' layout.
+
+    W [dirs, 4H, I], R [dirs, 4H, H], B [dirs, 8H] = [Wb | Rb] or None (zeros), P [dirs, 3H]
+    (peepholes i, o, f) or None, gates i, o, f, c; direction indexes dirs (a bidirectional
+    node: 0 forward, 1 reverse, which cells runs with forward=False). Returns (Wx [I, 4H],
+    Wr [H, 4H], b [4H] = Wb + Rb, Wp [3H] in blocks i, f, o, or None when P is None).
+    """
+    W, R, B, P = _arrays(("B", "P"), W=W, R=R, B=B, P=P)
+    H, d = _check_onnx(4, W, R, direction)
+    dirs = W.shape[0]
+    if B is None:
+        B = np.zeros((dirs, 8 * H), W.dtype)
+    else:
+        check.shape("B", B, (dirs, 8 * H), "[num_directions, 8*hidden_size] (Wb then Rb)")
+    if P is not None:
+        check.shape("P", P, (dirs, 3 * H), "[num_directions, 3*hidden_size]")
+        P = _reorder(P[d], _ONNX_PEEPHOLES, _PEEPHOLES)
+    return (_transposed(_reorder(W[d], _ONNX_LSTM, _LSTM, axis=0)),
+            _transposed(_reorder(R[d], _ONNX_LSTM, _LSTM, axis=0)),
+            _reorder(B[d, :4 * H] + B[d, 4 * H:], _ONNX_LSTM, _LSTM), P)
+
+
+def lstm_to_onnx(Wx, Wr, b=None, Wp=None):
+    """cells' LSTM weights as an ONNX LSTM node's inputs, with one direction (dirs = 1).
+
+    Wx [I, 4H], Wr [H, 4H], b [4H] or None, Wp [3H] (i, f, o) or None. Returns (W [1, 4H, I],
+    R [1, 4H, H], B [1, 8H] = [b | 0] (zeros when b is None), P [1, 3H] in blocks i, o, f, or
+    None when Wp is None).
+    """
+    Wx, Wr, b, Wp = _arrays(("b", "Wp"), Wx=Wx, Wr=Wr, b=b, Wp=Wp)
+    H = _check_lstm(Wx, Wr, b, Wp)
+    Wb = _reorder(_or_zeros(b, 4 * H, Wx.dtype), _LSTM, _ONNX_LSTM)
+    P = None if Wp is None else _reorder(Wp, _PEEPHOLES, _ONNX_PEEPHOLES)[None]
+    return (_transposed(_reorder(Wx, _LSTM, _ONNX_LSTM))[None],
+            _transposed(_reorder(Wr, _LSTM, _ONNX_LSTM))[None],
+            np.concatenate([Wb, np.zeros(4 * H, Wx.dtype)])[None], P)
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole PyTorch modules
+# ---------------------------------------------------------------------------------------------
+
+class TorchRNN(NamedTuple):
+    """The weights of a torch.nn.GRU, LSTM, GRUCell or LSTMCell, from from_torch_module.
+
+      family               "gru" or "lstm"
+      cell                 True for GRUCell / LSTMCell: one step, cells.gruCell /
+                           cells.lstmLayerCell (x [bS, nIn]); False: the time loops
+      linear_before_reset  True for a GRU (PyTorch's only GRU), None for an LSTM
+      batch_first          the module's x is [bS, sL, nIn]; cells' time loops take
+                           x [sL, bS, nIn] (x.transpose(1, 0, 2)). False for the cells.
+      dropout              the module's dropout between layers (training mode only); not
+                           applied by cells
+      layers               layers[l][d]: the weights of layer l, direction d (0 forward, 1
+                           reverse: run with forward=False), as gru_from_torch (Wx, Wh,
+                           b [2, 3H]) or lstm_from_torch (Wx, Wr, b [4H]) returns them. Layer
+                           l > 0 takes the outputs of layer l-1's directions concatenated,
+                           [sL, bS, dirs*H]; h0, c0 [layers*dirs, bS, H] are indexed l*dirs + d.
+    """
+
+    family: str
+    cell: bool
+    linear_before_reset: Optional[bool]
+    batch_first: bool
+    dropout: float
+    layers: List[Tuple[Tuple[np.ndarray, ...], ...]]
+
+
+def from_torch_module(module):
+    """Every layer's and direction's weights of a torch.nn.GRU, LSTM, GRUCell or LSTMCell in
+    cells' layout: a TorchRNN. Another module is a TypeError; an LSTM with proj_size > 0
+    (projections of h, which cells has no equivalent of) a ValueError."""
+    import torch
+
+    kinds = ((torch.nn.GRU, "gru", False), (torch.nn.LSTM, "lstm", False),
+             (torch.nn.GRUCell, "gru", True), (torch.nn.LSTMCell, "lstm", True))
+    for kind, family, cell in kinds:
+        if isinstance(module, kind):
+            break
+    else:
+        raise TypeError(f"module: expected a torch.nn.GRU, LSTM, GRUCell or LSTMCell, "
+                        f"got {type(module).__name__}")
+    if getattr(module, "proj_size", 0) > 0:
+        raise ValueError(f"module: an LSTM with proj_size={module.proj_size} (a projected "
+                         f"hidden state) has no cells equivalent")
+    convert = gru_from_torch if family == "gru" else lstm_from_torch
+    names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    if cell:
+        layers = [(convert(*(getattr(module, n) for n in names)),)]
+    else:
+        suffixes = ("", "_reverse") if module.bidirectional else ("",)
+        # a module made with bias=False has no bias_* attributes: None, zeros in cells
+        layers = [tuple(convert(*(getattr(module, f"{n}_l{layer}{s}", None) for n in names))
+                        for s in suffixes)
+                  for layer in range(module.num_layers)]
+    return TorchRNN(family=family, cell=cell,
+                    linear_before_reset=True if family == "gru" else None,
+                    batch_first=bool(getattr(module, "batch_first", False)),
+                    dropout=float(getattr(module, "dropout", 0.0)), layers=layers)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays, checks and the gate-block permutation
+# ---------------------------------------------------------------------------------------------
+
+def _arrays(optional=(), **arrays):
+    """The arguments as NumPy arrays, in order: torch tensors detached and copied to the CPU,
+    anything else through np.asarray, None kept for the names in `optional`. A TypeError unless
+    all are float32 or all float64 (no conversion happens)."""
+    torch = sys.modules.get("torch")  # a torch tensor exists only once torch is imported
+    out = {}
+    for name, a in arrays.items():
+        if torch is not None and isinstance(a, torch.Tensor):
+            if a.dtype not in (torch.float32, torch.float64):
+                raise TypeError(f"{name}: expected dtype float32 or float64, got {a.dtype}")
+            a = a.detach().cpu().numpy()
+        out[name] = None if a is None else np.asarray(a)
+    check.real_arrays(optional=optional, **out)
+    return tuple(out.values())
+
+
+def _reorder(a, src, dst, axis=-1):
+    """A new C-contiguous array: `a` with its gate blocks along `axis` (len(src) equal blocks,
+    in the order `src`) in the order `dst`. Orders are strings of cells' gate letters:
+    _reorder(W, "urc", "ruc", axis=0) takes ONNX's (z, r, h) rows to cells' (r, u, c)."""
+    blocks = dict(zip(src, np.split(a, len(src), axis=axis)))
+    return np.concatenate([blocks[gate] for gate in dst], axis=axis)
+
+
+def _transposed(a):
+    """a.T as a C-contiguous array (a is one that _reorder made, so the result is new)."""
+    return np.ascontiguousarray(a.T)
+
+
+def _or_zeros(bias, n, dtype):
+    """bias, or zeros [n] in its place when it is None."""
+    return np.zeros(n, dtype) if bias is None else bias
+
+
+def _two_rows(b):
+    """A GRU bias as [2, 3H] (rows bx, bh): b itself, or [b, 0] when b is [3H]."""
+    return b if b.ndim == 2 else np.stack([b, np.zeros_like(b)])
+
+
+def _fold(b, lbr):
+    """A checked GRU bias as one bias [3H] for the same model (see gru_fold_bias)."""
+    if b.ndim == 1:
+        return b.copy()
+    H = b.shape[1] // 3
+    if lbr and np.any(b[1, 2 * H:] != 0):
+        raise ValueError(
+            "b: the recurrent candidate bias b[1, 2*nOut:] is not zero; with "
+            "linear_before_reset=True it sits inside r∘(hI·Wh_c + bh_c) and cannot be folded "
+            "into one bias (keep b [2, 3*nOut]: PyTorch, ONNX, Keras reset_after=True)")
+    return b[0] + b[1]  # with lbr, b[1, 2H:] is 0: this adds only bh_r, bh_u
+
+
+def _check_gru(Wx, Wh, b):
+    """cells' GRU weights Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]; returns H."""
+    H = _check_cells(3, Wx, "Wh", Wh)
+    if b.shape not in ((3 * H,), (2, 3 * H)):
+        raise ValueError(f"b: expected shape {(3 * H,)} = [3*nOut] or {(2, 3 * H)} = "
+                         f"[2, 3*nOut] (rows bx, bh), got {b.shape}")
+    return H
+
+
+def _check_lstm(Wx, Wr, b, Wp=None):
+    """cells' LSTM weights Wx [I, 4H], Wr [H, 4H], b [4H] or None, Wp [3H] or None; returns H."""
+    H = _check_cells(4, Wx, "Wr", Wr)
+    if b is not None:
+        check.shape("b", b, (4 * H,), "[4*nOut]")
+    if Wp is not None:
+        check.shape("Wp", Wp, (3 * H,), "[3*nOut]")
+    return H
+
+
+def _check_cells(n, Wx, rec_name, Wrec):
+    """cells' Wx [I, n*H] and the recurrent matrix [H, n*H]; returns H."""
+    check.ndim(rec_name, Wrec, 2, f"[nOut, {n}*nOut]")
+    H = Wrec.shape[0]
+    check.shape(rec_name, Wrec, (H, n * H), f"[nOut, {n}*nOut]")
+    check.ndim("Wx", Wx, 2, f"[nIn, {n}*nOut]")
+    check.shape("Wx", Wx, (Wx.shape[0], n * H), f"[nIn, {n}*nOut] (nOut from {rec_name})")
+    return H
+
+
+def _check_torch(n, weight_ih, weight_hh, bias_ih, bias_hh):
+    """PyTorch's weight_ih [n*H, I], weight_hh [n*H, H], biases [n*H] or None; returns H."""
+    check.ndim("weight_hh", weight_hh, 2, f"[{n}*hidden_size, hidden_size]")
+    H = weight_hh.shape[1]
+    check.shape("weight_hh", weight_hh, (n * H, H), f"[{n}*hidden_size, hidden_size]")
+    check.ndim("weight_ih", weight_ih, 2, f"[{n}*hidden_size, input_size]")
+    check.shape("weight_ih", weight_ih, (n * H, weight_ih.shape[1]),
+                f"[{n}*hidden_size, input_size] (hidden_size from weight_hh)")
+    for name, bias in (("bias_ih", bias_ih), ("bias_hh", bias_hh)):
+        if bias is not None:
+            check.shape(name, bias, (n * H,), f"[{n}*hidden_size]")
+    return H
+
+
+def _check_keras(n, kernel, recurrent_kernel):
+    """Keras's kernel [I, n*units], recurrent_kernel [units, n*units]; returns units."""
+    check.ndim("recurrent_kernel", recurrent_kernel, 2, f"[units, {n}*units]")
+    H = recurrent_kernel.shape[0]
+    check.shape("recurrent_kernel", recurrent_kernel, (H, n * H), f"[units, {n}*units]")
+    check.ndim("kernel", kernel, 2, f"[input_dim, {n}*units]")
+    check.shape("kernel", kernel, (kernel.shape[0], n * H),
+                f"[input_dim, {n}*units] (units from recurrent_kernel)")
+    return H
+
+
+def _check_onnx(n, W, R, direction):
+    """ONNX's W [dirs, n*H, I], R [dirs, n*H, H] and a direction index in [0, dirs);
+    returns (H, direction)."""
+    check.ndim("R", R, 3, f"[num_directions, {n}*hidden_size, hidden_size]")
+    dirs, H = R.shape[0], R.shape[2]
+    check.shape("R", R, (dirs, n * H, H), f"[num_directions, {n}*hidden_size, hidden_size]")
+    check.ndim("W", W, 3, f"[num_directions, {n}*hidden_size, input_size]")
+    check.shape("W", W, (dirs, n * H, W.shape[2]),
+                f"[num_directions, {n}*hidden_size, input_size] (from R)")
+    if isinstance(direction, (bool, np.bool_)) or not isinstance(direction, numbers.Integral):
+        raise TypeError(f"direction: expected an int, got {direction!r}")
+    if not 0 <= direction < dirs:
+        raise ValueError(f"direction: expected an index in [0, {dirs}) (the num_directions of "
+                         f"W and R), got {direction}")
+    return H, int(direction)

@@ -1,0 +1,448 @@
+"""ONNX's GRU and LSTM operators (opset 14) on cells' kernels, and their gradients.
+
+    gru(X, W, R, B, sequence_lens, initial_h, ...)                      -> (Y, Y_h)
+    gru_bp(X, W, R, B, sequence_lens, initial_h, dY, dY_h, ...)         -> GruGrads
+    lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, ...)       -> (Y, Y_h, Y_c)
+    lstm_bp(..., P, dY, dY_h, dY_c, ...)                                -> LstmGrads
+
+Arguments, attributes, outputs and gate orders are ONNX's. Per direction, with ONNX's products
+Xt·Wᵀ, σ the logistic function, ∘ the elementwise product and Ht-1, Ct-1 the previous states:
+
+    GRU, gate blocks (z, r, h) in W [3H, input], R [3H, H], B = [Wb | Rb] [6H]:
+      zt = σ(Xt·Wzᵀ + Ht-1·Rzᵀ + Wbz + Rbz)
+      rt = σ(Xt·Wrᵀ + Ht-1·Rrᵀ + Wbr + Rbr)
+      ht = tanh(Xt·Whᵀ + (rt∘Ht-1)·Rhᵀ + Rbh + Wbh)        linear_before_reset = 0
+      ht = tanh(Xt·Whᵀ + rt∘(Ht-1·Rhᵀ + Rbh) + Wbh)        linear_before_reset = 1
+      Ht = (1 - zt)∘ht + zt∘Ht-1
+
+    LSTM, gate blocks (i, o, f, c) in W [4H, input], R [4H, H], B = [Wb | Rb] [8H],
+    peepholes P = [Pi | Po | Pf] [3H]:
+      it = σ(Xt·Wiᵀ + Ht-1·Riᵀ + Pi∘Ct-1 + Wbi + Rbi)
+      ft = σ(Xt·Wfᵀ + Ht-1·Rfᵀ + Pf∘Ct-1 + Wbf + Rbf)
+      ct = tanh(Xt·Wcᵀ + Ht-1·Rcᵀ + Wbc + Rbc)
+      Ct = ft∘Ct-1 + it∘ct
+      ot = σ(Xt·Woᵀ + Ht-1·Roᵀ + Po∘Ct + Wbo + Rbo)
+      Ht = ot∘tanh(Ct)
+
+direction="forward" runs t = 0 … seq_length-1, "reverse" the other way, "bidirectional" both
+(direction index 0 forward, 1 reverse, each with its own weights and initial states; Y holds both).
+The weights are mapped to cells' layout by cells.convert and each direction is one call of
+cells' time loop (gruTimeLoop, lstmLayerTimeLoop, and their backward).
+
+sequence_lens [batch_size] (integers in [0, seq_length]): row b runs only its first
+sequence_lens[b] steps (in reverse order for the reverse direction); Y is 0 at its other steps
+and Y_h, Y_c hold its state after its last step. **For a row of length 0, Y_h and Y_c are its
+initial state here; ONNX Runtime returns zeros.** X's padded entries must be finite (they meet
+zero gradients in dW).
+
+layout=0: X [seq_length, batch_size, input_size], Y [seq_length, num_directions, batch_size,
+hidden_size], states [num_directions, batch_size, hidden_size]. layout=1 (which ONNX Runtime
+refuses): X [batch_size, seq_length, input_size], Y [batch_size, seq_length, num_directions,
+hidden_size], states [batch_size, num_directions, hidden_size]. cells' kernels are time-major,
+so with layout=1 the kernels read a transposed copy of X (and of dY), and dX is transposed back.
+
+Arrays are float32 or float64 NumPy arrays of one dtype (ONNX Runtime runs float32 only), and
+the outputs have that dtype; sequence_lens is an integer array. Not implemented, and a
+NotImplementedError naming the attribute when given: activations other than the defaults,
+activation_alpha, activation_beta, clip (ONNX's clip bounds the gates' pre-activations, unlike
+cells' cell_clip) and input_forget=1.
+
+Gradients: gru_bp and lstm_bp return the gradients of a loss L given dY = dL/dY, dY_h = dL/dY_h,
+dY_c = dL/dY_c (each may be None: zeros), in the ONNX shapes of the inputs. dX sums both
+directions. An omitted B, initial_h or initial_c gets the gradient it would have as zeros
+(so it can be trained from zeros); an omitted P gets dP = None (pass P = zeros to train
+peepholes). dL/dWb = dL/dRb: the two biases enter every pre-activation as a sum, except Rbh
+inside rt∘(…) of a linear_before_reset GRU.
+
+Every function also takes `n_threads` (as all of cells), and the forward ones
+`return_workspace=True`, which returns the per-direction workspaces as a last output; passing
+them as `workspace=` to the backward function (same inputs and attributes) skips recomputing
+the forward pass.
+"""
+import numbers
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from cells import _validate as check
+from cells.convert import gru_from_onnx, gru_to_onnx, lstm_from_onnx, lstm_to_onnx
+from cells.gru import gruTimeLoop, gruTimeLoopBp
+from cells.lstm import lstmLayerTimeLoop, lstmLayerTimeLoopBp
+
+
+class GruGrads(NamedTuple):
+    """gru_bp's gradients, each with the ONNX shape of its input (B, initial_h: as given or
+    as if they were zeros)."""
+
+    dX: np.ndarray
+    dW: np.ndarray
+    dR: np.ndarray
+    dB: np.ndarray
+    dinitial_h: np.ndarray
+
+
+class LstmGrads(NamedTuple):
+    """lstm_bp's gradients, each with the ONNX shape of its input (B, initial_h, initial_c: as
+    given or as if they were zeros); dP is None when P is."""
+
+    dX: np.ndarray
+    dW: np.ndarray
+    dR: np.ndarray
+    dB: np.ndarray
+    dinitial_h: np.ndarray
+    dinitial_c: np.ndarray
+    dP: Optional[np.ndarray]
+
+
+def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, *, direction="forward",
+        linear_before_reset=0, layout=0, hidden_size=None, activations=None,
+        activation_alpha=None, activation_beta=None, clip=None, return_workspace=False,
+        n_threads=None):
+    """ONNX GRU. X [seq_length, batch_size, input_size] (layout 1: [batch_size, seq_length,
+    input_size]), W [num_directions, 3*hidden_size, input_size], R [num_directions,
+    3*hidden_size, hidden_size], B [num_directions, 6*hidden_size] or None (zeros),
+    sequence_lens [batch_size] or None (all seq_length), initial_h [num_directions, batch_size,
+    hidden_size] (layout 1: [batch_size, num_directions, hidden_size]) or None (zeros).
+
+    Returns (Y, Y_h): Y [seq_length, num_directions, batch_size, hidden_size] (layout 1:
+    [batch_size, seq_length, num_directions, hidden_size]), Y_h shaped as initial_h. With
+    return_workspace=True returns (Y, Y_h, workspace), the workspace for gru_bp.
+    """
+    lbr = _binary("linear_before_reset", linear_before_reset) == 1
+    keep = check.flag("return_workspace", return_workspace)
+    dims = _check_call(_GRU, X, W, R, direction, layout, hidden_size,
+                       (activations, activation_alpha, activation_beta, clip),
+                       B=B, sequence_lens=sequence_lens, initial_h=initial_h)
+    x = _time_major(X, dims.layout)
+    Y, Y_h = _zeros(dims, "Y", X.dtype), _zeros(dims, "Y_h", X.dtype)
+    workspaces = []
+    for d, forward in enumerate(dims.forwards):
+        Wx, Wh, b = gru_from_onnx(W, R, B, direction=d)
+        hI = _initial_state(initial_h, d, dims, X.dtype)
+        out = gruTimeLoop(x, hI, Wx, Wh, b, linear_before_reset=lbr, seq_len=sequence_lens,
+                          forward=forward, return_workspace=keep, n_threads=n_threads)
+        h, ws = out if keep else (out, None)
+        _sequence(Y, d, dims.layout)[...] = h
+        _state(Y_h, d, dims.layout)[...] = _final_state(h, hI, sequence_lens, forward)
+        workspaces.append(ws)
+    return (Y, Y_h, tuple(workspaces)) if keep else (Y, Y_h)
+
+
+def gru_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, dY=None, dY_h=None, *,
+           direction="forward", linear_before_reset=0, layout=0, hidden_size=None,
+           activations=None, activation_alpha=None, activation_beta=None, clip=None,
+           workspace=None, n_threads=None):
+    """Gradients of ONNX GRU: the arguments and attributes of gru, and dY (Y's shape), dY_h
+    (Y_h's shape), the gradients arriving at its outputs (None: zeros). `workspace`, from
+    gru(..., return_workspace=True) on the same inputs and attributes, skips recomputing the
+    forward pass.
+
+    Returns GruGrads(dX, dW, dR, dB, dinitial_h), each in the ONNX shape of its input; dB and
+    dinitial_h also when B or initial_h was None (the gradient as if it were zeros).
+    """
+    lbr = _binary("linear_before_reset", linear_before_reset) == 1
+    dims = _check_call(_GRU, X, W, R, direction, layout, hidden_size,
+                       (activations, activation_alpha, activation_beta, clip),
+                       B=B, sequence_lens=sequence_lens, initial_h=initial_h, dY=dY, dY_h=dY_h)
+    workspaces = _workspaces(workspace, dims)
+    x = _time_major(X, dims.layout)
+    dX, dW, dR, dB, dinitial_h = (_zeros(dims, name, X.dtype)
+                                  for name in ("X", "W", "R", "B", "initial_h"))
+    for d, forward in enumerate(dims.forwards):
+        Wx, Wh, b = gru_from_onnx(W, R, B, direction=d)
+        dx, dhI, dWx, dWh, db = gruTimeLoopBp(
+            x, _initial_state(initial_h, d, dims, X.dtype), Wx, Wh, b,
+            _sequence(dY, d, dims.layout), dLdhLast=_state(dY_h, d, dims.layout),
+            workspace=workspaces[d], linear_before_reset=lbr, seq_len=sequence_lens,
+            forward=forward, n_threads=n_threads)
+        _add_time_major(dX, dx, dims.layout)
+        W_d, R_d, B_d = gru_to_onnx(dWx, dWh, db)
+        dW[d], dR[d], dB[d] = W_d[0], R_d[0], B_d[0]
+        _state(dinitial_h, d, dims.layout)[...] = dhI
+    return GruGrads(dX, dW, dR, dB, dinitial_h)
+
+
+def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
+         direction="forward", layout=0, input_forget=0, hidden_size=None, activations=None,
+         activation_alpha=None, activation_beta=None, clip=None, return_workspace=False,
+         n_threads=None):
+    """ONNX LSTM. X, sequence_lens, initial_h as gru; W [num_directions, 4*hidden_size,
+    input_size], R [num_directions, 4*hidden_size, hidden_size], B [num_directions,
+    8*hidden_size] or None (zeros), initial_c shaped as initial_h or None (zeros),
+    P [num_directions, 3*hidden_size] or None (no peepholes).
+
+    Returns (Y, Y_h, Y_c): Y as gru's, Y_h and Y_c shaped as initial_h. With
+    return_workspace=True returns (Y, Y_h, Y_c, workspace), the workspace for lstm_bp.
+    """
+    _check_input_forget(input_forget)
+    keep = check.flag("return_workspace", return_workspace)
+    dims = _check_call(_LSTM, X, W, R, direction, layout, hidden_size,
+                       (activations, activation_alpha, activation_beta, clip),
+                       B=B, sequence_lens=sequence_lens, initial_h=initial_h,
+                       initial_c=initial_c, P=P)
+    x = _time_major(X, dims.layout)
+    Y = _zeros(dims, "Y", X.dtype)
+    Y_h, Y_c = _zeros(dims, "Y_h", X.dtype), _zeros(dims, "Y_c", X.dtype)
+    workspaces = []
+    for d, forward in enumerate(dims.forwards):
+        Wx, Wr, b, Wp = lstm_from_onnx(W, R, B, P, direction=d)
+        out = lstmLayerTimeLoop(
+            x, Wx, Wr, b, _initial_state(initial_h, d, dims, X.dtype),
+            _initial_state(initial_c, d, dims, X.dtype), Wp=Wp, seq_len=sequence_lens,
+            forward=forward, return_workspace=keep, n_threads=n_threads)
+        h, hL, cL, ws = out if keep else (*out, None)
+        _sequence(Y, d, dims.layout)[...] = h
+        _state(Y_h, d, dims.layout)[...] = hL
+        _state(Y_c, d, dims.layout)[...] = cL
+        workspaces.append(ws)
+    return (Y, Y_h, Y_c, tuple(workspaces)) if keep else (Y, Y_h, Y_c)
+
+
+def lstm_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
+            dY=None, dY_h=None, dY_c=None, *, direction="forward", layout=0, input_forget=0,
+            hidden_size=None, activations=None, activation_alpha=None, activation_beta=None,
+            clip=None, workspace=None, n_threads=None):
+    """Gradients of ONNX LSTM: the arguments and attributes of lstm, and dY, dY_h, dY_c (the
+    shapes of Y, Y_h, Y_c), the gradients arriving at its outputs (None: zeros). `workspace`,
+    from lstm(..., return_workspace=True) on the same inputs and attributes, skips recomputing
+    the forward pass.
+
+    Returns LstmGrads(dX, dW, dR, dB, dinitial_h, dinitial_c, dP), each in the ONNX shape of its
+    input; dB, dinitial_h, dinitial_c also when their input was None (as if it were zeros);
+    dP is None when P is. dB = [dWb | dRb] with dWb = dRb (the biases enter as a sum).
+    """
+    _check_input_forget(input_forget)
+    dims = _check_call(_LSTM, X, W, R, direction, layout, hidden_size,
+                       (activations, activation_alpha, activation_beta, clip),
+                       B=B, sequence_lens=sequence_lens, initial_h=initial_h,
+                       initial_c=initial_c, P=P, dY=dY, dY_h=dY_h, dY_c=dY_c)
+    workspaces = _workspaces(workspace, dims)
+    x = _time_major(X, dims.layout)
+    dX, dW, dR, dB, dinitial_h, dinitial_c = (
+        _zeros(dims, name, X.dtype) for name in ("X", "W", "R", "B", "initial_h", "initial_c"))
+    dP = None if P is None else _zeros(dims, "P", X.dtype)
+    G = 4 * dims.hidden_size
+    for d, forward in enumerate(dims.forwards):
+        Wx, Wr, b, Wp = lstm_from_onnx(W, R, B, P, direction=d)
+        dx, dWx, dWr, db, dhI, dcI, dWp = lstmLayerTimeLoopBp(
+            x, Wx, Wr, b, _initial_state(initial_h, d, dims, X.dtype),
+            _initial_state(initial_c, d, dims, X.dtype), _sequence(dY, d, dims.layout),
+            dLdhL=_state(dY_h, d, dims.layout), dLdcL=_state(dY_c, d, dims.layout), Wp=Wp,
+            seq_len=sequence_lens, forward=forward, workspace=workspaces[d],
+            n_threads=n_threads)
+        _add_time_major(dX, dx, dims.layout)
+        W_d, R_d, B_d, P_d = lstm_to_onnx(dWx, dWr, db, dWp)
+        dW[d], dR[d] = W_d[0], R_d[0]
+        dB[d, :G] = dB[d, G:] = B_d[0, :G]  # lstm_to_onnx puts db in Wb only; dRb = dWb
+        if dP is not None:
+            dP[d] = P_d[0]
+        _state(dinitial_h, d, dims.layout)[...] = dhI
+        _state(dinitial_c, d, dims.layout)[...] = dcI
+    return LstmGrads(dX, dW, dR, dB, dinitial_h, dinitial_c, dP)
+
+
+# ---------------------------------------------------------------------------------------------
+# Attributes
+# ---------------------------------------------------------------------------------------------
+
+class _Op(NamedTuple):
+    """What differs between the ONNX GRU and LSTM for the checks: the number of gate blocks
+    and the default activations (one direction's)."""
+
+    name: str
+    gates: int
+    activations: tuple
+
+
+_GRU = _Op("GRU", 3, ("Sigmoid", "Tanh"))
+_LSTM = _Op("LSTM", 4, ("Sigmoid", "Tanh", "Tanh"))
+
+# direction -> the `forward` flag of cells' time loop for each direction index.
+_DIRECTIONS = {"forward": (True,), "reverse": (False,), "bidirectional": (True, False)}
+
+
+def _binary(name, value):
+    """An ONNX int attribute that is 0 or 1 (a bool is accepted too)."""
+    if not isinstance(value, numbers.Integral) or value not in (0, 1):
+        raise ValueError(f"{name}: expected 0 or 1, got {value!r}")
+    return int(value)
+
+
+def _check_input_forget(value):
+    if _binary("input_forget", value):
+        raise NotImplementedError("input_forget: only input_forget=0 is implemented, got 1")
+
+
+def _check_unsupported(op, num_directions, activations, activation_alpha, activation_beta,
+                       clip):
+    """NotImplementedError for an attribute that asks for other math than the default:
+    activations other than the defaults (listed once per direction, as ONNX does), any
+    activation_alpha or activation_beta (None or empty is the default), any clip."""
+    defaults = list(op.activations) * num_directions
+    if activations is not None and list(activations) != defaults:
+        raise NotImplementedError(f"activations: only the defaults {defaults} are implemented "
+                                  f"for {op.name}, got {activations!r}")
+    for name, value in (("activation_alpha", activation_alpha),
+                        ("activation_beta", activation_beta)):
+        if value is not None and not (isinstance(value, (list, tuple)) and len(value) == 0):
+            raise NotImplementedError(f"{name}: not implemented (the default activations take "
+                                      f"no parameters), got {value!r}")
+    if clip is not None:
+        raise NotImplementedError(f"clip: not implemented (ONNX's clip bounds the gates' "
+                                  f"pre-activations; cells has no such clipping), got {clip!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes
+# ---------------------------------------------------------------------------------------------
+
+class _Dims(NamedTuple):
+    """The sizes of one call, in ONNX's names, and how its arrays are laid out."""
+
+    op: _Op
+    seq_length: int
+    batch_size: int
+    input_size: int
+    hidden_size: int
+    forwards: tuple  # cells' `forward` flag for each direction index
+    layout: int
+
+
+def _shapes(dims):
+    """{name: (shape, meaning)} for every ONNX input and output (and their gradients)."""
+    s, b, i, h = dims.seq_length, dims.batch_size, dims.input_size, dims.hidden_size
+    n, g = len(dims.forwards), dims.op.gates
+    if dims.layout == 0:
+        x = ((s, b, i), "[seq_length, batch_size, input_size]")
+        y = ((s, n, b, h), "[seq_length, num_directions, batch_size, hidden_size]")
+        state = ((n, b, h), "[num_directions, batch_size, hidden_size]")
+    else:
+        x = ((b, s, i), "[batch_size, seq_length, input_size] (layout=1)")
+        y = ((b, s, n, h), "[batch_size, seq_length, num_directions, hidden_size] (layout=1)")
+        state = ((b, n, h), "[batch_size, num_directions, hidden_size] (layout=1)")
+    return {
+        "X": x,
+        "W": ((n, g * h, i), f"[num_directions, {g}*hidden_size, input_size]"),
+        "R": ((n, g * h, h), f"[num_directions, {g}*hidden_size, hidden_size]"),
+        "B": ((n, 2 * g * h), f"[num_directions, {2 * g}*hidden_size]"),
+        "P": ((n, 3 * h), "[num_directions, 3*hidden_size]"),
+        "initial_h": state, "initial_c": state,
+        "Y": y, "Y_h": state, "Y_c": state,
+        "dY": y, "dY_h": state, "dY_c": state,
+    }
+
+
+def _zeros(dims, name, dtype):
+    """Zeros in the ONNX shape of `name`."""
+    return np.zeros(_shapes(dims)[name][0], dtype)
+
+
+def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **optional):
+    """Check the attributes (`unsupported` = (activations, activation_alpha, activation_beta,
+    clip)), then every array against X and R (those in `optional` may be None), before any
+    kernel runs; return the call's _Dims."""
+    if not isinstance(direction, str) or direction not in _DIRECTIONS:
+        raise ValueError(f"direction: expected one of {list(_DIRECTIONS)}, got {direction!r}")
+    forwards = _DIRECTIONS[direction]
+    _check_unsupported(op, len(forwards), *unsupported)
+    layout = _binary("layout", layout)
+    lengths = optional.pop("sequence_lens")
+    check.real_arrays(optional=optional, X=X, W=W, R=R, **optional)
+    check.ndim("X", X, 3, "[seq_length, batch_size, input_size]" if layout == 0 else
+               "[batch_size, seq_length, input_size] (layout=1)")
+    check.ndim("R", R, 3, f"[num_directions, {op.gates}*hidden_size, hidden_size]")
+    H = R.shape[2]
+    if hidden_size is not None:
+        if isinstance(hidden_size, bool) or not isinstance(hidden_size, numbers.Integral):
+            raise TypeError(f"hidden_size: expected None or an int, got {hidden_size!r}")
+        if hidden_size != H:
+            raise ValueError(f"hidden_size: expected R's last dimension {H}, got {hidden_size}")
+    seq_length, batch_size = X.shape[:2] if layout == 0 else X.shape[1::-1]
+    dims = _Dims(op, seq_length, batch_size, X.shape[2], H, forwards, layout)
+    shapes = _shapes(dims)
+    for name, a in (("W", W), ("R", R), *optional.items()):
+        if a is not None:
+            check.shape(name, a, *shapes[name])
+    _check_sequence_lens(lengths, seq_length, batch_size)
+    return dims
+
+
+def _check_sequence_lens(lengths, seq_length, batch_size):
+    """None, or integers [batch_size] in [0, seq_length] (cells' seq_len, named as ONNX's)."""
+    if lengths is None:
+        return
+    if not isinstance(lengths, np.ndarray) or lengths.dtype.kind not in "iu":
+        kind = lengths.dtype if isinstance(lengths, np.ndarray) else type(lengths).__name__
+        raise TypeError(f"sequence_lens: expected None or an integer numpy.ndarray "
+                        f"[batch_size], got {kind}")
+    check.shape("sequence_lens", lengths, (batch_size,), "[batch_size]")
+    if batch_size and (lengths.min() < 0 or lengths.max() > seq_length):
+        raise ValueError(f"sequence_lens: expected values in [0, seq_length={seq_length}], "
+                         f"got values from {lengths.min()} to {lengths.max()}")
+
+
+def _workspaces(workspace, dims):
+    """The workspace argument of a backward function as one entry per direction (None: the
+    forward pass is recomputed); cells checks each entry against the call."""
+    n = len(dims.forwards)
+    if workspace is None:
+        return (None,) * n
+    if not isinstance(workspace, tuple):
+        raise TypeError(f"workspace: expected the tuple returned with return_workspace=True, "
+                        f"got {type(workspace).__name__}")
+    if len(workspace) != n:
+        raise ValueError(f"workspace: expected num_directions={n} entries, got {len(workspace)}")
+    return workspace
+
+
+# ---------------------------------------------------------------------------------------------
+# Layouts and directions: views between ONNX's arrays and cells' time-major ones
+# ---------------------------------------------------------------------------------------------
+
+def _time_major(X, layout):
+    """X [seq_length, batch_size, ...] (layout 0) or [batch_size, seq_length, ...] (layout 1) as
+    a time-major view [seq_length, batch_size, ...]; the kernels copy it when it is strided."""
+    return X if layout == 0 else X.swapaxes(0, 1)
+
+
+def _add_time_major(dX, dx, layout):
+    """dX (X's ONNX layout) += dx [seq_length, batch_size, input_size] (time-major)."""
+    view = _time_major(dX, layout)
+    view += dx
+
+
+def _sequence(Y, d, layout):
+    """Direction d of Y (or dY) as a time-major view [seq_length, batch_size, hidden_size];
+    None stays None."""
+    if Y is None:
+        return None
+    return Y[:, d] if layout == 0 else Y[:, :, d].swapaxes(0, 1)
+
+
+def _state(S, d, layout):
+    """Direction d of a state S [num_directions, batch_size, hidden_size] (layout 1:
+    [batch_size, num_directions, hidden_size]) as a view [batch_size, hidden_size]; None stays
+    None."""
+    if S is None:
+        return None
+    return S[d] if layout == 0 else S[:, d]
+
+
+def _initial_state(S, d, dims, dtype):
+    """Direction d of initial_h or initial_c [batch_size, hidden_size]: zeros when omitted."""
+    if S is None:
+        return np.zeros((dims.batch_size, dims.hidden_size), dtype)
+    return _state(S, d, dims.layout)
+
+
+def _final_state(h, hI, lengths, forward):
+    """A GRU direction's Y_h [batch_size, hidden_size] from its outputs h [seq_length,
+    batch_size, hidden_size]: the state after each row's last step (time lengths-1 going
+    forward, 0 in reverse), the initial state hI for a row of length 0."""
+    seq_length, batch_size, _ = h.shape
+    if lengths is None:
+        lengths = np.full(batch_size, seq_length)
+    ran = np.flatnonzero(lengths > 0)
+    final = np.array(hI, copy=True)
+    final[ran] = h[lengths[ran] - 1 if forward else np.zeros_like(ran), ran]
+    return final
