@@ -7,9 +7,11 @@ Notation (libnd4j's): sL steps, bS batch rows, nIn inputs, nOut units, G = 3·nO
 blocks (r, u, c). Every array is C-contiguous; shapes are given at each pointer.
 
 Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its block of each of the
-r, u, c column blocks) and runs a single-threaded BLAS product for just those columns, then the
-row functions of include/cells/gru.h for just those elements. Threads meet at a barrier only
-where a product needs columns that other threads wrote.
+r, u, c column blocks). At every step it multiplies the state by its columns of Wh, packed once
+per call (cells/_panels.pxd), then runs the row functions of include/cells/gru.h for just those
+elements. The products over all steps (input projection, weight gradients) are single-threaded
+BLAS gemms on the thread's columns. Threads meet at a barrier only where a product needs
+columns that other threads wrote.
 
 Sequences: row b runs its first len_b = seq_len[b] steps (all sL without seq_len); at loop step t
 it processes time index tau = step_time(t, len_b, forward) (cells/_loops.pxd). Arrays indexed by
@@ -28,6 +30,7 @@ from cells._loops cimport (
     add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
 )
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
+from cells._panels cimport Weights, pack, release, times
 from cells._validate import kernel_arrays
 
 
@@ -74,10 +77,12 @@ cdef void forward(
     cdef real *g
     cdef const real *zx
     cdef ThreadUnits me
+    cdef Weights wh
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
         n = j1 - j0
+        wh = pack(Wh + j0, nOut, 3, nOut, n, G, False)   # block k: Wh's columns k·nOut + [j0, j1)
         # The input projection of every step at once: gx = x·Wx + bx, this thread's columns.
         for k in range(3):
             gemm(False, False, sL * bS, n, nIn, 1, x, nIn, Wx + k * nOut + j0, G,
@@ -92,8 +97,7 @@ cdef void forward(
             nxt = state + ((t + 1) % 2) * bS * nOut
             # gh = cur·Wh: r, u (and, linear-before-reset, c) columns of this thread.
             for k in range(3 if lbr else 2):
-                gemm(False, False, bS, n, nOut, 1, cur, nOut, Wh + k * nOut + j0, G,
-                     0, gh + k * nOut + j0, G)
+                times(bS, cur, nOut, wh, k, 0, gh + k * nOut + j0, G)
             for b in range(bS):
                 length = row_len(seq_len, b, sL)
                 if t >= length:
@@ -113,8 +117,7 @@ cdef void forward(
             if not lbr:
                 # c = tanh(zc + (r∘hPrev)·Wh_c), once every thread's part of r∘hPrev is in place.
                 cells_barrier()
-                gemm(False, False, bS, n, nOut, 1, rh, nOut, Wh + 2 * nOut + j0, G,
-                     0, gh + 2 * nOut + j0, G)
+                times(bS, rh, nOut, wh, 2, 0, gh + 2 * nOut + j0, G)
                 for b in range(bS):
                     length = row_len(seq_len, b, sL)
                     if t >= length:
@@ -130,6 +133,7 @@ cdef void forward(
                     copy_units(n, nxt + b * nOut + j0,
                                h + (step_time(t, length, fwd) * bS + b) * nOut + j0)
             cells_barrier()  # the new state is complete before any thread multiplies it
+        release(&wh)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,10 +177,14 @@ cdef void backward(
     cdef real *ds
     cdef real *dhc
     cdef ThreadUnits me
+    cdef Weights wru, wc
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
         n = j1 - j0
+        # Wh_ruᵀ and Wh_cᵀ, this thread's columns (Wh's rows [j0, j1)).
+        wru = pack(Wh + j0 * G, 0, 1, 2 * nOut, n, G, True)
+        wc = pack(Wh + j0 * G + 2 * nOut, 0, 1, nOut, n, G, True)
         for b in range(bS):
             if dLdhLast != NULL:
                 copy_units(n, dLdhLast + b * nOut + j0, dLdhI + b * nOut + j0)
@@ -221,8 +229,7 @@ cdef void backward(
             cells_barrier()  # every thread's dz of this step is in place
             if not lbr:
                 # a = dzc·Wh_cᵀ, then dzr = (a∘hPrev + dLdr)∘r∘(1-r) and dL/dhPrev += a∘r.
-                gemm(False, True, bS, n, nOut, 1, ds + 2 * nOut, G, Wh + j0 * G + 2 * nOut, G,
-                     0, a + j0, nOut)
+                times(bS, ds + 2 * nOut, G, wc, 0, 0, a + j0, nOut)
                 for b in range(bS):
                     length = row_len(seq_len, b, sL)
                     if t >= length:
@@ -239,11 +246,12 @@ cdef void backward(
                         copy_units(n, d + k * nOut, g + k * nOut)
                 cells_barrier()  # every thread's dzr is in place
             # dL/dhPrev += [dzr | dzu]·Wh_ruᵀ (+ dL/dhc·Wh_cᵀ, linear-before-reset).
-            gemm(False, True, bS, n, 2 * nOut, 1, ds, G, Wh + j0 * G, G, 1, dLdhI + j0, nOut)
+            times(bS, ds, G, wru, 0, 1, dLdhI + j0, nOut)
             if lbr:
-                gemm(False, True, bS, n, nOut, 1, dhc, nOut, Wh + j0 * G + 2 * nOut, G,
-                     1, dLdhI + j0, nOut)
+                times(bS, dhc, nOut, wc, 0, 1, dLdhI + j0, nOut)
         cells_barrier()  # the dz (and dL/dhc, r∘hPrev) of every step are complete
+        release(&wru)
+        release(&wc)
 
         # dL/dx = dz·Wxᵀ, split by input columns.
         gemm_part(me.part, me.nparts, False, True, SB, nIn, G, 1, gates, G, Wx, G, 0, dLdx, nIn)

@@ -15,9 +15,11 @@ tau = step_time(t, len_b, forward); an inactive row keeps its state, its outputs
 are 0. Everything kept per step (outputs, workspace, dz) is tau-indexed.
 
 Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its rows of each of the
-three gate blocks of W) and runs single-threaded BLAS products for just those gate columns, then
-the row functions of include/cells/lltm.h for just those elements. Threads meet at one barrier
-per step, where a product needs the state (forward) or dL/dz (backward) that all threads wrote.
+three gate blocks of W). At every step it multiplies the state by its gate columns of W_hᵀ,
+packed once per call (cells/_panels.pxd), then runs the row functions of include/cells/lltm.h
+for just those elements. The products over all steps (input projection, weight gradients) are
+single-threaded BLAS gemms on the thread's columns. Threads meet at one barrier per step, where
+a product needs the state (forward) or dL/dz (backward) that all threads wrote.
 """
 from cython.parallel cimport parallel
 from libc.stdint cimport int64_t
@@ -28,6 +30,7 @@ from cells._loops cimport (
     add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
 )
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
+from cells._panels cimport Weights, pack, release, times
 from cells._validate import kernel_arrays
 from cells._lltm_gates cimport lltm_bp_row, lltm_row
 
@@ -37,11 +40,11 @@ from cells._lltm_gates cimport lltm_bp_row, lltm_row
 # ---------------------------------------------------------------------------------------------
 
 cdef inline void forward_step(
-        bint fwd, Py_ssize_t t, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t K,
+        bint fwd, Py_ssize_t t, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut,
         Py_ssize_t j0, Py_ssize_t j1,
         const int64_t *seq_len,  # [bS] or NULL
         const real *gx,     # [sL, bS, G]     x·W_xᵀ + b, tau-indexed
-        const real *W,      # [G, K]
+        Weights wh,         # block k: W_hᵀ's columns k·nOut + [j0, j1) (W's rows), packed
         real *z,            # [bS, G]         out: hC·W_hᵀ, then (active rows) the pre-activations
         const real *hC,     # [bS, nOut]      the states entering this step
         const real *cC,     # [bS, nOut]
@@ -60,8 +63,7 @@ cdef inline void forward_step(
     cdef real *zr
     cdef real *g
     for k in range(3):
-        gemm(False, True, bS, n, nOut, 1, hC, nOut, W + (k * nOut + j0) * K, K,
-             0, z + k * nOut + j0, G)
+        times(bS, hC, nOut, wh, k, 0, z + k * nOut + j0, G)
     for bb in range(bS):
         length = row_len(seq_len, bb, sL)
         e = bb * nOut + j0
@@ -108,9 +110,11 @@ cdef void forward_loop(
         int n_threads) noexcept nogil:
     cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, j0, j1, k, i, t, cur, nxt
     cdef ThreadUnits me
+    cdef Weights wh
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
+        wh = pack(W + j0 * K, nOut * K, 3, nOut, j1 - j0, K, True)
         # The input projection of every step at once: gx = x·W_xᵀ + b, this thread's columns.
         for k in range(3):
             gemm(False, True, sL * bS, j1 - j0, nIn, 1, x, nIn, W + (k * nOut + j0) * K + nOut, K,
@@ -123,9 +127,10 @@ cdef void forward_loop(
         for t in range(sL):
             cur = (t % 2) * bS * nOut
             nxt = bS * nOut - cur
-            forward_step(fwd, t, sL, bS, nOut, K, j0, j1, seq_len, gx, W, z,
+            forward_step(fwd, t, sL, bS, nOut, j0, j1, seq_len, gx, wh, z,
                          hs + cur, cs + cur, hs + nxt, cs + nxt, gates, c, keep, h)
             cells_barrier()  # the new state is complete before any thread multiplies it
+        release(&wh)
         cur = (sL % 2) * bS * nOut
         for i in range(bS):
             copy_units(j1 - j0, <const real *>(hs + cur + i * nOut + j0), hL + i * nOut + j0)
@@ -137,10 +142,10 @@ cdef void forward_loop(
 # ---------------------------------------------------------------------------------------------
 
 cdef inline void backward_step(
-        bint fwd, Py_ssize_t t, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t K,
+        bint fwd, Py_ssize_t t, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut,
         Py_ssize_t j0, Py_ssize_t j1,
         const int64_t *seq_len,  # [bS] or NULL
-        const real *W,      # [G, K]
+        Weights wh,         # W_h's columns [j0, j1), packed
         real *gates,        # [sL, bS, G]     in: forward i, o, n; out: dL/dz, tau-indexed
                             #                 (0 at padded positions)
         const real *c,      # [sL, bS, nOut]  forward cell states
@@ -173,7 +178,7 @@ cdef inline void backward_step(
                 zero_units(n, dr + k * nOut)
                 zero_units(n, gates + r * G + k * nOut + j0)
     cells_barrier()  # every thread's dz of this step is in place
-    gemm(False, False, bS, n, G, 1, d, G, W + j0, K, 1, dh + j0, nOut)
+    times(bS, d, G, wh, 0, 1, dh + j0, nOut)
 
 
 cdef void backward_loop(
@@ -202,18 +207,21 @@ cdef void backward_loop(
     no memory beyond the forward's workspace."""
     cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, SB = sL * bS, j0, j1, k, i, j, t, e, rows
     cdef ThreadUnits me
+    cdef Weights wh
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
+        wh = pack(W + j0, 0, 1, G, j1 - j0, K, False)
         for i in range(bS):
             for j in range(j0, j1):
                 e = i * nOut + j
                 dLdhI[e] = dLdhL[e] if dLdhL != NULL else 0
                 dLdcI[e] = dLdcL[e] if dLdcL != NULL else 0
         for t in range(sL - 1, -1, -1):
-            backward_step(fwd, t, sL, bS, nOut, K, j0, j1, seq_len, W, gates, c,
+            backward_step(fwd, t, sL, bS, nOut, j0, j1, seq_len, wh, gates, c,
                           dLdh, dzs + (t % 2) * bS * G, dLdhI, dLdcI)
         cells_barrier()  # the dz of every step is complete
+        release(&wh)
 
         # dL/dx = dz·W_x, split by input columns.
         gemm_part(me.part, me.nparts, False, False, SB, nIn, G, 1, gates, G, W + nOut, K,

@@ -15,9 +15,11 @@ tau = t (forward) or seq_len[b]-1-t (reverse); its state is frozen afterwards an
 tau >= seq_len[b] are 0. Everything kept for the backward pass is tau-indexed.
 
 Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its block of each of the
-i, f, g, o column blocks) and runs a single-threaded BLAS product for just those columns, then the
-row functions of include/cells/lstm.h for just those elements. Threads meet at a barrier only
-where a product needs columns that other threads wrote: once per step.
+i, f, g, o column blocks). At every step it multiplies the state by its columns of Wr, packed once
+per call (cells/_panels.pxd), then runs the row functions of include/cells/lstm.h for just those
+elements. The products over all steps (input projection, weight gradients) are single-threaded
+BLAS gemms on the thread's columns. Threads meet at a barrier only where a product needs
+columns that other threads wrote: once per step.
 """
 from cython.parallel cimport parallel
 
@@ -29,6 +31,7 @@ from cells._loops cimport (
     add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
 )
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
+from cells._panels cimport Weights, pack, release, times
 from cells._validate import kernel_arrays
 from cells._lstm_gates cimport lstm_bp_row, lstm_row
 
@@ -78,6 +81,7 @@ cdef void forward(
     cdef real *cnext
     cdef real *gt
     cdef ThreadUnits me
+    cdef Weights wr
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
@@ -85,6 +89,7 @@ cdef void forward(
         wpi = offset(Wp, j0)
         wpf = offset(Wp, nOut + j0)
         wpo = offset(Wp, 2 * nOut + j0)
+        wr = pack(Wr + j0, nOut, 4, nOut, n, G, False)   # block k: Wr's columns k·nOut + [j0, j1)
         # The input projection of every step at once: gx = x·Wx + b, this thread's columns.
         for k in range(4):
             gemm(False, False, SB, n, nIn, 1, x, nIn, Wx + k * nOut + j0, G,
@@ -97,8 +102,7 @@ cdef void forward(
             hnext = hs + ((t + 1) % 2) * bS * nOut
             cnext = cs + ((t + 1) % 2) * bS * nOut
             for k in range(4):
-                gemm(False, False, bS, n, nOut, 1, hcur, nOut, Wr + k * nOut + j0, G,
-                     0, gh + k * nOut + j0, G)
+                times(bS, hcur, nOut, wr, k, 0, gh + k * nOut + j0, G)
             for bb in range(bS):
                 e = bb * nOut + j0
                 len_b = row_len(seq_len, bb, sL)
@@ -125,6 +129,7 @@ cdef void forward(
                         for k in range(4):
                             zero_units(n, gates + zrow * G + k * nOut + j0)
             cells_barrier()  # the new state is complete before any thread multiplies it
+        release(&wr)
         hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nOut)
         ccur = cI if sL == 0 else <const real *>(cs + (sL % 2) * bS * nOut)
         for bb in range(bS):
@@ -180,10 +185,12 @@ cdef void backward(
     cdef real *dwpf
     cdef real *dwpo
     cdef ThreadUnits me
+    cdef Weights wrT
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
         n = j1 - j0
+        wrT = pack(Wr + j0 * G, 0, 1, G, n, G, True)     # Wrᵀ's columns [j0, j1): Wr's rows
         wpi = offset(Wp, j0)
         wpf = offset(Wp, nOut + j0)
         wpo = offset(Wp, 2 * nOut + j0)
@@ -235,8 +242,9 @@ cdef void backward(
                         zero_units(n, d + bb * G + k * nOut + j0)
                         zero_units(n, gates + (t * bS + bb) * G + k * nOut + j0)
             cells_barrier()  # every thread's dz of this step is in place
-            gemm(False, True, bS, n, G, 1, d, G, Wr + j0 * G, G, 1, dLdhI + j0, nOut)
+            times(bS, d, G, wrT, 0, 1, dLdhI + j0, nOut)
         cells_barrier()  # the dz of every step is complete
+        release(&wrT)
 
         # dL/dx = dz·Wxᵀ, split by input columns.
         gemm_part(me.part, me.nparts, False, True, SB, nIn, G, 1, gates, G, Wx, G, 0, dLdx, nIn)

@@ -1,0 +1,81 @@
+# Recurrent weights packed once per call: the per-step products of every time loop.
+#
+# At every step a time loop multiplies the state (a few rows) by the same weight columns. A BLAS
+# gemm re-packs those weights on every call and is slow for few rows (sgemm [1,128]x[128,384]
+# ran at 2 GF/s); include/cells/panel.h multiplies a copy packed once, at the start of the call.
+# Each thread packs its own columns (its gate blocks' units) into memory of its own.
+from libc.stdlib cimport free
+
+from cells._blas cimport real, gemm
+
+cdef extern from "stdlib.h" nogil:
+    int posix_memalign(void **memptr, size_t alignment, size_t size)
+
+cdef extern from "cells/panel.h" nogil:
+    size_t cells_panel_len_f(Py_ssize_t K, Py_ssize_t n)
+    size_t cells_panel_len_d(Py_ssize_t K, Py_ssize_t n)
+    void cells_pack_panels_f(Py_ssize_t K, Py_ssize_t n, const float *B, Py_ssize_t ldb,
+                             int transB, float *P)
+    void cells_pack_panels_d(Py_ssize_t K, Py_ssize_t n, const double *B, Py_ssize_t ldb,
+                             int transB, double *P)
+    void cells_gemm_panels_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
+                             Py_ssize_t lda, const float *P, float beta, float *C,
+                             Py_ssize_t ldc)
+    void cells_gemm_panels_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
+                             Py_ssize_t lda, const double *P, double beta, double *C,
+                             Py_ssize_t ldc)
+
+
+cdef struct Weights:
+    # Blocks k = 0 .. blocks-1 of a weight matrix, each op(B_k) [K, n]: B_k = B + k·step is
+    # [K, ldb] (transB false) or [n, ldb] read transposed (transB true).
+    const void *B
+    Py_ssize_t step, ldb, K, n, blocks
+    bint transB
+    void *P             # the blocks packed one after another, or NULL: BLAS multiplies B
+
+
+cdef inline size_t _panel_len(const real *tag, Py_ssize_t K, Py_ssize_t n) noexcept nogil:
+    if real is float:
+        return cells_panel_len_f(K, n)
+    else:
+        return cells_panel_len_d(K, n)
+
+
+cdef inline Weights pack(const real *B, Py_ssize_t step, Py_ssize_t blocks, Py_ssize_t K,
+                         Py_ssize_t n, Py_ssize_t ldb, bint transB) noexcept nogil:
+    """Weights of `blocks` blocks op(B + k·step) [K, n], packed into memory of this thread (free
+    it with release()). Out of memory, P stays NULL and times() multiplies B itself."""
+    cdef Weights w
+    cdef size_t length = _panel_len(B, K, n)
+    cdef Py_ssize_t k
+    w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB, w.P = B, step, ldb, K, n, blocks, transB, NULL
+    if length == 0 or posix_memalign(&w.P, 64, blocks * length * sizeof(real)) != 0:
+        w.P = NULL
+        return w
+    for k in range(blocks):
+        if real is float:
+            cells_pack_panels_f(K, n, B + k * step, ldb, transB, <float *>w.P + k * length)
+        else:
+            cells_pack_panels_d(K, n, B + k * step, ldb, transB, <double *>w.P + k * length)
+    return w
+
+
+cdef inline void times(Py_ssize_t M, const real *A, Py_ssize_t lda, Weights w, Py_ssize_t k,
+                       real beta, real *C, Py_ssize_t ldc) noexcept nogil:
+    """C[M, n] = A[M, K]·op(B_k) + beta·C (beta 0: C is only written), block k of w."""
+    cdef size_t length
+    if w.P == NULL:
+        gemm(False, w.transB, M, w.n, w.K, 1, A, lda, <const real *>w.B + k * w.step, w.ldb,
+             beta, C, ldc)
+        return
+    length = _panel_len(A, w.K, w.n)
+    if real is float:
+        cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * length, beta, C, ldc)
+    else:
+        cells_gemm_panels_d(M, w.n, w.K, A, lda, <const double *>w.P + k * length, beta, C, ldc)
+
+
+cdef inline void release(Weights *w) noexcept nogil:
+    free(w.P)
+    w.P = NULL

@@ -1,0 +1,96 @@
+/* Packed-panel gemm for float (cells_*_f) and double (cells_*_d); see panel_impl.h.
+ *
+ * A time loop multiplies the state by the same weights at every step. Packing the weights once
+ * per call (pack_panels) and multiplying the packed copy at every step (gemm_panels) saves what
+ * a BLAS gemm redoes on every call (packing the weights) and its slow small-M paths.
+ */
+#ifndef CELLS_PANEL_H
+#define CELLS_PANEL_H
+
+#include "cells/common.h"
+
+/* Width of one panel in bytes: 64 floats or 32 doubles, four AVX-512 vectors. Fixed, not one
+ * per instruction set, so that a copy packed by one build is read by any other (and can be
+ * shared by threads). Measured on AVX-512 against 64 and 128 bytes: a tile of C as wide as a
+ * panel loads one panel row (4 vectors) and broadcasts one A element per row for 4 FMAs per
+ * row, so wider panels need fewer loads per FMA (6 rows × 256 bytes: 10 loads for 24 FMAs;
+ * 8 × 128: 10 for 16; 16 × 64: 17 for 16); 256 bytes ran 5-40% faster than 128. */
+#define CELLS_PANEL_BYTES 256
+#define CELLS_PANEL_WIDTH_F 64 /* = CELLS_PANEL_BYTES / sizeof(float) */
+#define CELLS_PANEL_WIDTH_D 32 /* = CELLS_PANEL_BYTES / sizeof(double) */
+
+/* The micro-kernel works on vectors of CELLS_PANEL_VBYTES bytes, CELLS_PANEL_NV per panel row.
+ * With GCC/Clang vector extensions one is a zmm register in the AVX-512 build, two ymm in the
+ * AVX2 build, four xmm in the baseline; elsewhere a plain array. */
+#define CELLS_PANEL_VBYTES 64
+#define CELLS_PANEL_NV (CELLS_PANEL_BYTES / CELLS_PANEL_VBYTES)
+
+/* Register blocking, per instruction set in panel_impl.h (FN(panel_mr), FN(panel_nvt),
+ * FN(panel_ku)); these bound them all: at most MR_MAX rows of C per tile, and KU_MAX
+ * independent sets of accumulators where a tile is too small to hide the FMA latency. */
+#define CELLS_PANEL_MR_MAX 6
+#define CELLS_PANEL_KU_MAX 4
+
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define CELLS_PANEL_VECTOR 1 /* GCC/Clang vector extensions */
+#define CELLS_PANEL_INLINE static inline __attribute__((always_inline))
+#define CELLS_PANEL_PRAGMA(x) _Pragma(#x)
+/* After the panel row is loaded: memory "changes" here, so the compiler cannot re-read the row
+ * from memory at each use instead of keeping it in registers. GCC (12) otherwise folds the
+ * loads into the FMAs of tiles of 1-3 rows, loading every panel vector once per row: those
+ * tiles ran at a third of the FMA rate, and at 60-90% with the barrier. It emits nothing. */
+#define CELLS_PANEL_BARRIER() __asm__ volatile("" ::: "memory")
+#else
+#define CELLS_PANEL_VECTOR 0
+#define CELLS_PANEL_INLINE static inline
+#define CELLS_PANEL_PRAGMA(x)
+#define CELLS_PANEL_BARRIER()
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define CELLS_PANEL_UNROLL CELLS_PANEL_PRAGMA(GCC unroll 16)
+#elif defined(__clang__)
+#define CELLS_PANEL_UNROLL CELLS_PANEL_PRAGMA(unroll)
+#else
+#define CELLS_PANEL_UNROLL
+#endif
+
+/* Register blockings, by instruction set:
+ *   4: x86-64-v4 (AVX-512, 32 zmm registers),  3: x86-64-v3 (AVX2 + FMA, 16 ymm),
+ *   0: anything else (the x86-64 baseline, SSE2 with 16 xmm; other platforms).
+ * CELLS_PANEL_BASE_ISA is the one the compiler's own flags guarantee (4 in a -march=native
+ * build on an AVX-512 machine). Above it, where GCC builds code for other instruction sets in
+ * the same file (x86-64 Linux, as for CELLS_ROW), gemm_panels has an AVX-512 and an AVX2 build
+ * as well and picks one per call by the test CELLS_ROW's target_clones makes. Not target_clones
+ * itself: each clone would then carry all three blockings (330 KB of code). */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512CD__) \
+    && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define CELLS_PANEL_BASE_ISA 4
+#elif defined(__AVX2__) && defined(__FMA__)
+#define CELLS_PANEL_BASE_ISA 3
+#else
+#define CELLS_PANEL_BASE_ISA 0
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(__CUDACC__)
+#define CELLS_PANEL_X86 1
+/* fp-contract=fast: c + a·b is an FMA even under -std=c99 (where GCC turns contraction off);
+ * these builds are FMA-bound and would run at half speed without. */
+#define CELLS_PANEL_TARGET(arch) \
+    static __attribute__((target(arch), noinline, optimize("fp-contract=fast"))) void
+#define CELLS_PANEL_V4 CELLS_PANEL_TARGET("arch=x86-64-v4")
+#define CELLS_PANEL_V3 CELLS_PANEL_TARGET("arch=x86-64-v3")
+/* The best blocking this CPU runs. */
+static inline int cells_panel_isa(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
+}
+#else
+#define CELLS_PANEL_X86 0
+static inline int cells_panel_isa(void) { return CELLS_PANEL_BASE_ISA; }
+#endif
+
+#define CELLS_IMPL "cells/panel_impl.h"
+#include "cells/instantiate.h"
+
+#endif
