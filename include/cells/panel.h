@@ -8,20 +8,27 @@
 #define CELLS_PANEL_H
 
 #include "cells/common.h"
+#if !defined(__CUDACC_RTC__)
+#include <stdint.h>
+#endif
 
 /* Width of one panel in bytes: 64 floats or 32 doubles, four AVX-512 vectors. Fixed, not one
  * per instruction set, so that a copy packed by one build is read by any other (and can be
- * shared by threads). Measured on AVX-512 against 64 and 128 bytes: a tile of C as wide as a
- * panel loads one panel row (4 vectors) and broadcasts one A element per row for 4 FMAs per
- * row, so wider panels need fewer loads per FMA (6 rows × 256 bytes: 10 loads for 24 FMAs;
- * 8 × 128: 10 for 16; 16 × 64: 17 for 16); 256 bytes ran 5-40% faster than 128. */
+ * shared by threads). A tile of C as wide as a panel loads one panel row and broadcasts one A
+ * element per row of the tile: the wider the panel, the fewer loads per FMA (6 rows × 256
+ * bytes: 10 loads for 24 FMAs; 8 × 128: 10 for 16; 16 × 64: 17 for 16). Measured on AVX-512,
+ * 256-byte panels ran 5-40% faster than 128-byte ones, 64-byte ones 40% slower. */
 #define CELLS_PANEL_BYTES 256
 #define CELLS_PANEL_WIDTH_F 64 /* = CELLS_PANEL_BYTES / sizeof(float) */
 #define CELLS_PANEL_WIDTH_D 32 /* = CELLS_PANEL_BYTES / sizeof(double) */
 
-/* The micro-kernel works on vectors of CELLS_PANEL_VBYTES bytes, CELLS_PANEL_NV per panel row.
- * With GCC/Clang vector extensions one is a zmm register in the AVX-512 build, two ymm in the
- * AVX2 build, four xmm in the baseline; elsewhere a plain array. */
+/* The packed copy should start on a CELLS_PANEL_ALIGN-byte boundary: misaligned by one
+ * element, gemm_panels ran up to 2× slower (each vector load then spans two cache lines). */
+#define CELLS_PANEL_ALIGN 64
+
+/* The micro-kernel works on vectors of CELLS_PANEL_VBYTES bytes, CELLS_PANEL_NV per panel row:
+ * with GCC/Clang vector extensions, one zmm register each in the AVX-512 kernels, two ymm in
+ * the AVX2 kernels, four xmm in the baseline ones; elsewhere a plain array. */
 #define CELLS_PANEL_VBYTES 64
 #define CELLS_PANEL_NV (CELLS_PANEL_BYTES / CELLS_PANEL_VBYTES)
 
@@ -30,6 +37,16 @@
  * independent sets of accumulators where a tile is too small to hide the FMA latency. */
 #define CELLS_PANEL_MR_MAX 6
 #define CELLS_PANEL_KU_MAX 4
+
+/* Flags of the kernels: add to C (beta = 1) rather than overwrite it; prefetch the panel
+ * CELLS_PANEL_PREFETCH_ROWS rows ahead, for a packed matrix of CELLS_PANEL_PREFETCH_BYTES or
+ * more. Measured: 3-25% faster where the panels came from L3 (1-2 MB), 5-15% slower at 128 KB
+ * (L2), neutral at 512 KB. (The hardware prefetchers stop at each 4 KB page: 16 panel rows of
+ * floats.) */
+#define CELLS_PANEL_ADD 1
+#define CELLS_PANEL_PREFETCH 2
+#define CELLS_PANEL_PREFETCH_ROWS 16
+#define CELLS_PANEL_PREFETCH_BYTES (256 * 1024)
 
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #define CELLS_PANEL_VECTOR 1 /* GCC/Clang vector extensions */
@@ -40,11 +57,13 @@
  * loads into the FMAs of tiles of 1-3 rows, loading every panel vector once per row: those
  * tiles ran at a third of the FMA rate, and at 60-90% with the barrier. It emits nothing. */
 #define CELLS_PANEL_BARRIER() __asm__ volatile("" ::: "memory")
+#define CELLS_PANEL_PREFETCH_ROW(p) __builtin_prefetch(p)
 #else
 #define CELLS_PANEL_VECTOR 0
 #define CELLS_PANEL_INLINE static inline
 #define CELLS_PANEL_PRAGMA(x)
 #define CELLS_PANEL_BARRIER()
+#define CELLS_PANEL_PREFETCH_ROW(p) ((void)(p))
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
 #define CELLS_PANEL_UNROLL CELLS_PANEL_PRAGMA(GCC unroll 16)
@@ -57,11 +76,13 @@
 /* Register blockings, by instruction set:
  *   4: x86-64-v4 (AVX-512, 32 zmm registers),  3: x86-64-v3 (AVX2 + FMA, 16 ymm),
  *   0: anything else (the x86-64 baseline, SSE2 with 16 xmm; other platforms).
- * CELLS_PANEL_BASE_ISA is the one the compiler's own flags guarantee (4 in a -march=native
- * build on an AVX-512 machine). Above it, where GCC builds code for other instruction sets in
- * the same file (x86-64 Linux, as for CELLS_ROW), gemm_panels has an AVX-512 and an AVX2 build
- * as well and picks one per call by the test CELLS_ROW's target_clones makes. Not target_clones
- * itself: each clone would then carry all three blockings (330 KB of code). */
+ * Each blocking is compiled into one function holding all its tile kernels (panel_kernels_4,
+ * _3, _0 in panel_impl.h), the only code that depends on the instruction set; gemm_panels
+ * picks one per call. CELLS_PANEL_BASE_ISA is the blocking the compiler's own flags allow (4 in
+ * a -march=native build on an AVX-512 machine). Above it, where GCC compiles for other
+ * instruction sets in the same file (x86-64 Linux, as for CELLS_ROW), the AVX-512 and AVX2
+ * kernels are built too, and picked by the test CELLS_ROW's target_clones makes. Not
+ * target_clones itself: each clone would then carry all three blockings (330 KB of code). */
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512CD__) \
     && defined(__AVX512DQ__) && defined(__AVX512VL__)
 #define CELLS_PANEL_BASE_ISA 4
@@ -74,12 +95,6 @@
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
     && !defined(__CUDACC__)
 #define CELLS_PANEL_X86 1
-/* fp-contract=fast: c + a·b is an FMA even under -std=c99 (where GCC turns contraction off);
- * these builds are FMA-bound and would run at half speed without. */
-#define CELLS_PANEL_TARGET(arch) \
-    static __attribute__((target(arch), noinline, optimize("fp-contract=fast"))) void
-#define CELLS_PANEL_V4 CELLS_PANEL_TARGET("arch=x86-64-v4")
-#define CELLS_PANEL_V3 CELLS_PANEL_TARGET("arch=x86-64-v3")
 /* The best blocking this CPU runs. */
 static inline int cells_panel_isa(void) {
     __builtin_cpu_init();
@@ -88,6 +103,33 @@ static inline int cells_panel_isa(void) {
 #else
 #define CELLS_PANEL_X86 0
 static inline int cells_panel_isa(void) { return CELLS_PANEL_BASE_ISA; }
+#endif
+
+/* CELLS_PANEL_KERNELS_<isa> starts the definition of blocking <isa>'s kernel function, where
+ * this build has one. noinline: compiled apart from the loops around them, the kernels keep
+ * their accumulators in registers (inlined into those loops, GCC spilled one of the 6 × 4
+ * tile's). fp-contract=fast (GCC): c + a·b is an FMA even under -std=c99, where GCC turns
+ * contraction off; these kernels are FMA-bound. (Clang contracts within a statement anyway.) */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define CELLS_PANEL_KERNELS(...) \
+    static __attribute__((noinline, optimize("fp-contract=fast") __VA_ARGS__)) void
+#elif defined(__GNUC__) && !defined(__CUDACC__)
+#define CELLS_PANEL_KERNELS(...) static __attribute__((noinline __VA_ARGS__)) void
+#else
+#define CELLS_PANEL_KERNELS(...) static void
+#endif
+#if CELLS_PANEL_BASE_ISA == 4
+#define CELLS_PANEL_KERNELS_4 CELLS_PANEL_KERNELS()
+#elif CELLS_PANEL_X86
+#define CELLS_PANEL_KERNELS_4 CELLS_PANEL_KERNELS(, target("arch=x86-64-v4"))
+#endif
+#if CELLS_PANEL_BASE_ISA == 3
+#define CELLS_PANEL_KERNELS_3 CELLS_PANEL_KERNELS()
+#elif CELLS_PANEL_X86 && CELLS_PANEL_BASE_ISA < 3
+#define CELLS_PANEL_KERNELS_3 CELLS_PANEL_KERNELS(, target("arch=x86-64-v3"))
+#endif
+#if CELLS_PANEL_BASE_ISA == 0
+#define CELLS_PANEL_KERNELS_0 CELLS_PANEL_KERNELS()
 #endif
 
 #define CELLS_IMPL "cells/panel_impl.h"

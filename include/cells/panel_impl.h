@@ -1,25 +1,28 @@
-/* Packed-panel gemm: C[M, n] = A[M, K]·op(B) + beta·C for a B that is used many times.
+/* Packed-panel gemm: C[M, n] = A[M, K]·op(B) + beta·C for a B used many times.
  *
  * Compiled for float and double by panel.h through instantiate.h (REAL, and FN(name) naming
  * cells_*_f / cells_*_d). All matrices are row-major.
  *
- * op(B) [K, n] is packed once into panels of NR = CELLS_PANEL_BYTES / sizeof(REAL) columns
- * (64 floats, 32 doubles): panel p holds columns [p·NR, p·NR + NR) of op(B), k-major,
+ * Use: once per call of a time loop, P = FN(pack_panels)(the weights); at every step,
+ * FN(gemm_panels)(state, P). P holds op(B) [K, n] in panels of NR = CELLS_PANEL_BYTES /
+ * sizeof(REAL) columns (64 floats, 32 doubles): panel p holds columns [p·NR, p·NR + NR),
+ * k-major,
  *   P[p·K·NR + k·NR + j] = op(B)[k, p·NR + j],   zero where p·NR + j >= n,
- * so the micro-kernel streams a panel with unit stride whatever B's layout was. Each tile of C,
- * a few rows by one panel, is accumulated in registers over the whole of K: every element of
- * the A rows is broadcast against the NR-wide row of the panel. A is read in place.
+ * so the kernels stream a panel with unit stride whatever B's layout was. A is read in place.
+ * C is computed in tiles of up to 6 rows by one panel (AVX-512; by one 64-byte vector of it
+ * with AVX2 or less), each accumulated in registers over the whole of K: every A element of
+ * the tile's rows is broadcast against a row of the panel.
  *
- * Panels are independent: columns from a panel boundary on are computed by passing
- * P + p·K·NR and C + p·NR (and packed by passing B's columns from p·NR on: B + p·NR, or
- * B + p·NR·ldb when transB), so threads can share one packed copy, each taking whole panels.
+ * Threads: each may pack and multiply its own columns (its own P), or share one P taking whole
+ * panels: columns from p·NR on are computed by passing P + p·K·NR and C + p·NR, and packed by
+ * passing B's columns from p·NR on (B + p·NR, or B + p·NR·ldb when transB) and P + p·K·NR.
+ * Every function here is single-threaded, allocates nothing and takes no lock.
  *
- * P is read with unaligned vector loads; aligning it to 64 bytes (a cache line) keeps each
- * vector on one line rather than two (every panel starts at a multiple of K·NR elements =
- * K·256 bytes, so one aligned P aligns them all).
+ * P should start on a CELLS_PANEL_ALIGN (64) byte boundary (FN(panel_aligned)); every panel
+ * then does, its length K·NR elements being a multiple of 64 bytes.
  */
 
-/* Panel width in elements: 64 (float) or 32 (double), whatever CPU runs the code. */
+/* Panel width NR in elements: 64 (float) or 32 (double), whatever CPU runs the code. */
 CELLS_FN ptrdiff_t FN(panel_width)(void) { return CELLS_PANEL_BYTES / (ptrdiff_t)sizeof(REAL); }
 
 /* Elements of the packed copy of a [K, n] matrix: K · roundup(n, NR). */
@@ -28,11 +31,19 @@ CELLS_FN size_t FN(panel_len)(ptrdiff_t K, ptrdiff_t n) {
     return (size_t)K * (size_t)((n + nr - 1) / nr * nr);
 }
 
+/* The first CELLS_PANEL_ALIGN-byte boundary in buf (buf itself if aligned): a buffer of
+ * FN(panel_len)(K, n) + CELLS_PANEL_ALIGN / sizeof(REAL) - 1 elements holds an aligned P. */
+CELLS_FN REAL *FN(panel_aligned)(REAL *buf) {
+    const uintptr_t mis = (uintptr_t)buf % CELLS_PANEL_ALIGN;
+    return mis ? (REAL *)((char *)buf + (CELLS_PANEL_ALIGN - mis)) : buf;
+}
+
 /* P = op(B) [K, n] in panels (see the top of this file); P holds FN(panel_len)(K, n) elements.
  *   transB = 0: B is [K, ldb >= n], op(B) = B.
  *   transB = 1: B is [n, ldb >= K], op(B) = Bᵀ (row j of B is column j of op(B)); this is what
  *               a backward pass needs for dz·Whᵀ with Wh stored [H, G].
- * Reads only the K·n elements of op(B). Cost: one pass over B (a few µs per 10^5 elements). */
+ * Reads only the K·n elements of op(B), writes all FN(panel_len)(K, n) of P. Measured cost, in
+ * gemm_panels calls with M = 8 on the result: 1-2.5 (B), 2-4 (Bᵀ: a scalar transpose). */
 CELLS_FN void FN(pack_panels)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRICT B,
                               ptrdiff_t ldb, int transB, REAL *CELLS_RESTRICT P) {
     const ptrdiff_t NR = FN(panel_width)();
@@ -49,10 +60,11 @@ CELLS_FN void FN(pack_panels)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRI
                     p[j] = 0;
             }
         } else {
-            /* Transpose blocks of 8 k's by the panel's columns: B's rows are read 8 elements
-             * (a half or whole cache line) at a time, and the 8 panel rows written stay in L1. */
-            for (ptrdiff_t k0 = 0; k0 < K; k0 += 8) {
-                const ptrdiff_t kb = K - k0 < 8 ? K - k0 : 8;
+            /* Transpose blocks of KB k's by the panel's columns: B's rows are read a cache line
+             * (64 bytes) at a time, and the KB panel rows written (KB·256 bytes) stay in L1. */
+            enum { KB = 64 / sizeof(REAL) };
+            for (ptrdiff_t k0 = 0; k0 < K; k0 += KB) {
+                const ptrdiff_t kb = K - k0 < KB ? K - k0 : KB;
                 REAL *p = Pp + k0 * NR;
                 for (ptrdiff_t j = 0; j < w; ++j) {
                     const REAL *b = B + (j0 + j) * ldb + k0;
@@ -67,45 +79,96 @@ CELLS_FN void FN(pack_panels)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRI
     }
 }
 
-/* One vector of the micro-kernel (CELLS_PANEL_VBYTES bytes), loaded and stored unaligned, and
- * its operations. They take pointers: a 64-byte vector passed by value would change the ABI
- * where AVX-512 is off (GCC's -Wpsabi); always inlined, the pointers vanish. With vector
- * extensions c + a·b contracts to an FMA where the instruction set has one (GCC's default
- * -ffp-contract=fast; an ISO -std=c99 build turns that off). */
+/* One vector of the micro-kernel: CELLS_PANEL_VBYTES = 64 bytes, loaded and stored unaligned,
+ * and its operations. With vector extensions it is held as what the instruction set `isa` (a
+ * constant once inlined) has registers for: one 64-byte vector (isa 4: a zmm register), two of
+ * 32 bytes (isa 3: ymm) or four of 16 (isa 0: xmm, or NEON's q registers). A 64-byte vector
+ * type alone would do for all three in principle, but GCC (12) keeps one in memory wherever the
+ * instruction set has no 64-byte registers: the AVX2 kernels then ran from the stack.
+ * The operations take pointers, as a 64-byte vector passed by value changes the ABI where
+ * AVX-512 is off (-Wpsabi); always inlined, the pointers vanish. c + a·b contracts to an FMA
+ * where the instruction set has one (see CELLS_PANEL_KERNELS). */
 #if CELLS_PANEL_VECTOR
-typedef REAL FN(panel_vec)
-        __attribute__((vector_size(CELLS_PANEL_VBYTES), aligned(sizeof(REAL)), may_alias));
+typedef REAL FN(panel_v64) __attribute__((vector_size(64), aligned(sizeof(REAL)), may_alias));
+typedef REAL FN(panel_v32) __attribute__((vector_size(32), aligned(sizeof(REAL)), may_alias));
+typedef REAL FN(panel_v16) __attribute__((vector_size(16), aligned(sizeof(REAL)), may_alias));
+typedef union {
+    FN(panel_v64) z;    /* isa 4 */
+    FN(panel_v32) y[2]; /* isa 3 */
+    FN(panel_v16) x[4]; /* isa 0 */
+} FN(panel_vec);
 
-CELLS_PANEL_INLINE void FN(panel_zero)(FN(panel_vec) *x) { *x = (FN(panel_vec)){0}; }
-CELLS_PANEL_INLINE void FN(panel_load)(FN(panel_vec) *x, const REAL *p) {
-    *x = *(const FN(panel_vec) *)p;
+CELLS_PANEL_INLINE void FN(panel_zero)(const int isa, FN(panel_vec) *v) {
+    if (isa == 4) {
+        v->z = (FN(panel_v64)){0};
+    } else if (isa == 3) {
+        for (int h = 0; h < 2; ++h) v->y[h] = (FN(panel_v32)){0};
+    } else {
+        for (int h = 0; h < 4; ++h) v->x[h] = (FN(panel_v16)){0};
+    }
 }
-CELLS_PANEL_INLINE void FN(panel_store)(REAL *p, const FN(panel_vec) *x) {
-    *(FN(panel_vec) *)p = *x;
+CELLS_PANEL_INLINE void FN(panel_load)(const int isa, FN(panel_vec) *v, const REAL *p) {
+    if (isa == 4) {
+        v->z = *(const FN(panel_v64) *)p;
+    } else if (isa == 3) {
+        for (int h = 0; h < 2; ++h) v->y[h] = *(const FN(panel_v32) *)(p + h * 32 / sizeof(REAL));
+    } else {
+        for (int h = 0; h < 4; ++h) v->x[h] = *(const FN(panel_v16) *)(p + h * 16 / sizeof(REAL));
+    }
+}
+CELLS_PANEL_INLINE void FN(panel_store)(const int isa, REAL *p, const FN(panel_vec) *v) {
+    if (isa == 4) {
+        *(FN(panel_v64) *)p = v->z;
+    } else if (isa == 3) {
+        for (int h = 0; h < 2; ++h) *(FN(panel_v32) *)(p + h * 32 / sizeof(REAL)) = v->y[h];
+    } else {
+        for (int h = 0; h < 4; ++h) *(FN(panel_v16) *)(p + h * 16 / sizeof(REAL)) = v->x[h];
+    }
 }
 /* c += a·b, a broadcast */
-CELLS_PANEL_INLINE void FN(panel_fma)(FN(panel_vec) *c, REAL a, const FN(panel_vec) *b) {
-    *c += a * *b;
+CELLS_PANEL_INLINE void FN(panel_fma)(const int isa, FN(panel_vec) *c, REAL a,
+                                      const FN(panel_vec) *b) {
+    if (isa == 4) {
+        c->z += a * b->z;
+    } else if (isa == 3) {
+        for (int h = 0; h < 2; ++h) c->y[h] += a * b->y[h];
+    } else {
+        for (int h = 0; h < 4; ++h) c->x[h] += a * b->x[h];
+    }
 }
-CELLS_PANEL_INLINE void FN(panel_add)(FN(panel_vec) *x, const FN(panel_vec) *y) { *x += *y; }
-#else
+CELLS_PANEL_INLINE void FN(panel_add)(const int isa, FN(panel_vec) *c, const FN(panel_vec) *b) {
+    if (isa == 4) {
+        c->z += b->z;
+    } else if (isa == 3) {
+        for (int h = 0; h < 2; ++h) c->y[h] += b->y[h];
+    } else {
+        for (int h = 0; h < 4; ++h) c->x[h] += b->x[h];
+    }
+}
+#else /* plain C: an array, for the compiler to vectorise if it can */
 #define CELLS_PANEL_VL (CELLS_PANEL_VBYTES / (int)sizeof(REAL))
-typedef struct { REAL v[CELLS_PANEL_VBYTES / sizeof(REAL)]; } FN(panel_vec);
+typedef struct { REAL e[CELLS_PANEL_VBYTES / sizeof(REAL)]; } FN(panel_vec);
 
-CELLS_PANEL_INLINE void FN(panel_zero)(FN(panel_vec) *x) {
-    for (int l = 0; l < CELLS_PANEL_VL; ++l) x->v[l] = 0;
+CELLS_PANEL_INLINE void FN(panel_zero)(const int isa, FN(panel_vec) *v) {
+    (void)isa;
+    for (int l = 0; l < CELLS_PANEL_VL; ++l) v->e[l] = 0;
 }
-CELLS_PANEL_INLINE void FN(panel_load)(FN(panel_vec) *x, const REAL *p) {
-    for (int l = 0; l < CELLS_PANEL_VL; ++l) x->v[l] = p[l];
+CELLS_PANEL_INLINE void FN(panel_load)(const int isa, FN(panel_vec) *v, const REAL *p) {
+    (void)isa;
+    for (int l = 0; l < CELLS_PANEL_VL; ++l) v->e[l] = p[l];
 }
-CELLS_PANEL_INLINE void FN(panel_store)(REAL *p, const FN(panel_vec) *x) {
-    for (int l = 0; l < CELLS_PANEL_VL; ++l) p[l] = x->v[l];
+CELLS_PANEL_INLINE void FN(panel_store)(const int isa, REAL *p, const FN(panel_vec) *v) {
+    (void)isa;
+    for (int l = 0; l < CELLS_PANEL_VL; ++l) p[l] = v->e[l];
 }
-CELLS_PANEL_INLINE void FN(panel_fma)(FN(panel_vec) *c, REAL a, const FN(panel_vec) *b) {
-    for (int l = 0; l < CELLS_PANEL_VL; ++l) c->v[l] += a * b->v[l];
+CELLS_PANEL_INLINE void FN(panel_fma)(const int isa, FN(panel_vec) *c, REAL a,
+                                      const FN(panel_vec) *b) {
+    (void)isa;
+    for (int l = 0; l < CELLS_PANEL_VL; ++l) c->e[l] += a * b->e[l];
 }
-CELLS_PANEL_INLINE void FN(panel_add)(FN(panel_vec) *x, const FN(panel_vec) *y) {
-    for (int l = 0; l < CELLS_PANEL_VL; ++l) x->v[l] += y->v[l];
+CELLS_PANEL_INLINE void FN(panel_add)(const int isa, FN(panel_vec) *c, const FN(panel_vec) *b) {
+    (void)isa;
+    for (int l = 0; l < CELLS_PANEL_VL; ++l) c->e[l] += b->e[l];
 }
 #undef CELLS_PANEL_VL
 #endif
@@ -120,26 +183,33 @@ CELLS_PANEL_INLINE int FN(panel_mr)(int isa) { return isa == 4 ? 6 : isa == 3 ? 
 CELLS_PANEL_INLINE int FN(panel_nvt)(int isa) { return isa == 4 ? CELLS_PANEL_NV : 1; }
 
 /* Independent accumulator sets for an m × nv tile. The FMAs into one accumulator form a chain,
- * so latency × issue width (4 cycles × 2 FMA units, on recent x86) registers' worth must be in
- * flight: ku sets over alternate k's (set u takes k % ku == u), added at the end. */
+ * so at least latency × issue width (4 cycles × 2 FMA units, on recent x86) registers' worth
+ * must be in flight: ku sets over alternate k's (set u takes k % ku == u), added at the end,
+ * up to 16 zmm (isa 4: more than the 8 the latency asks for ran 0-10% faster) or 8 ymm. */
 CELLS_PANEL_INLINE int FN(panel_ku)(int isa, int m, int nv) {
+    if (isa == 0) /* no FMA; and 2 sets of one 4-xmm row already spilled */
+        return 1;
     const int regs = m * nv * (isa == 4 ? 1 : isa == 3 ? 2 : 4); /* per set */
-    const int ku = 8 / regs;
+    const int ku = (isa == 4 ? 16 : 8) / regs;
     return ku < 1 ? 1 : ku > CELLS_PANEL_KU_MAX ? CELLS_PANEL_KU_MAX : ku;
 }
 
-/* The micro-kernel: C[m, w] = A[m, K]·Pv[K, 0..w) + beta·C, for m, nv, ku constants (once
- * inlined), m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV, ku <= CELLS_PANEL_KU_MAX.
+/* The micro-kernel: C[m, w] = A[m, K]·Pv[K, 0..w), plus C with flag CELLS_PANEL_ADD, for isa,
+ * m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV and ku <= CELLS_PANEL_KU_MAX constants once
+ * inlined.
  *   A:  [m, lda >= K], read only in its K columns
  *   Pv: nv vectors of each of the K rows of a panel ([K, NR] from the panel's start; Pv may
  *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL
- *   C:  [m, ldc >= w], w <= nv·VL; with beta = 0 only written, never read
- * The ku sets change the order of the sum (not its error bound). */
-CELLS_PANEL_INLINE void FN(panel_tile)(const int m, const int nv, const int ku, ptrdiff_t K,
-                                       const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
-                                       const REAL *CELLS_RESTRICT Pv, REAL beta,
+ *   C:  [m, ldc >= w], w <= nv·VL; read only with CELLS_PANEL_ADD
+ * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows
+ * CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load slots to spare). The ku sets
+ * change the order of the sum (not its error bound). */
+CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv, const int ku,
+                                       ptrdiff_t K, const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
+                                       const REAL *CELLS_RESTRICT Pv, int flags,
                                        REAL *CELLS_RESTRICT C, ptrdiff_t ldc, ptrdiff_t w) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
+    const int pf = m >= 4 && (flags & CELLS_PANEL_PREFETCH);
     FN(panel_vec) acc[CELLS_PANEL_KU_MAX][CELLS_PANEL_MR_MAX][CELLS_PANEL_NV];
     CELLS_PANEL_UNROLL
     for (int u = 0; u < ku; ++u)
@@ -147,24 +217,28 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int m, const int nv, const int ku, 
         for (int r = 0; r < m; ++r)
             CELLS_PANEL_UNROLL
             for (int v = 0; v < nv; ++v)
-                FN(panel_zero)(&acc[u][r][v]);
+                FN(panel_zero)(isa, &acc[u][r][v]);
 
     ptrdiff_t k = 0;
     for (; k + ku <= K; k += ku) {
         CELLS_PANEL_UNROLL
         for (int u = 0; u < ku; ++u) {
             const REAL *p = Pv + (k + u) * NR;
+            if (pf)
+                CELLS_PANEL_UNROLL
+                for (int v = 0; v < nv; ++v)
+                    CELLS_PANEL_PREFETCH_ROW(p + CELLS_PANEL_PREFETCH_ROWS * NR + v * VL);
             FN(panel_vec) b[CELLS_PANEL_NV];
             CELLS_PANEL_UNROLL
             for (int v = 0; v < nv; ++v)
-                FN(panel_load)(&b[v], p + v * VL);
+                FN(panel_load)(isa, &b[v], p + v * VL);
             CELLS_PANEL_BARRIER();
             CELLS_PANEL_UNROLL
             for (int r = 0; r < m; ++r) {
                 const REAL a = A[r * lda + k + u];
                 CELLS_PANEL_UNROLL
                 for (int v = 0; v < nv; ++v)
-                    FN(panel_fma)(&acc[u][r][v], a, &b[v]);
+                    FN(panel_fma)(isa, &acc[u][r][v], a, &b[v]);
                 CELLS_PANEL_BARRIER();
             }
         }
@@ -174,13 +248,13 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int m, const int nv, const int ku, 
         FN(panel_vec) b[CELLS_PANEL_NV];
         CELLS_PANEL_UNROLL
         for (int v = 0; v < nv; ++v)
-            FN(panel_load)(&b[v], p + v * VL);
+            FN(panel_load)(isa, &b[v], p + v * VL);
         CELLS_PANEL_UNROLL
         for (int r = 0; r < m; ++r) {
             const REAL a = A[r * lda + k];
             CELLS_PANEL_UNROLL
             for (int v = 0; v < nv; ++v)
-                FN(panel_fma)(&acc[0][r][v], a, &b[v]);
+                FN(panel_fma)(isa, &acc[0][r][v], a, &b[v]);
         }
     }
     CELLS_PANEL_UNROLL
@@ -189,7 +263,7 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int m, const int nv, const int ku, 
         for (int r = 0; r < m; ++r)
             CELLS_PANEL_UNROLL
             for (int v = 0; v < nv; ++v)
-                FN(panel_add)(&acc[0][r][v], &acc[u][r][v]);
+                FN(panel_add)(isa, &acc[0][r][v], &acc[u][r][v]);
 
     if (w == nv * VL) {
         CELLS_PANEL_UNROLL
@@ -197,12 +271,12 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int m, const int nv, const int ku, 
             CELLS_PANEL_UNROLL
             for (int v = 0; v < nv; ++v) {
                 REAL *c = C + r * ldc + v * VL;
-                if (beta != 0) {
+                if (flags & CELLS_PANEL_ADD) {
                     FN(panel_vec) c0;
-                    FN(panel_load)(&c0, c);
-                    FN(panel_fma)(&acc[0][r][v], beta, &c0);
+                    FN(panel_load)(isa, &c0, c);
+                    FN(panel_add)(isa, &acc[0][r][v], &c0);
                 }
-                FN(panel_store)(c, &acc[0][r][v]);
+                FN(panel_store)(isa, c, &acc[0][r][v]);
             }
     } else { /* a partial last panel: through a tile on the stack, so that C's columns from w
               * on are neither read nor written */
@@ -211,12 +285,12 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int m, const int nv, const int ku, 
         for (int r = 0; r < m; ++r)
             CELLS_PANEL_UNROLL
             for (int v = 0; v < nv; ++v)
-                FN(panel_store)(t[r] + v * VL, &acc[0][r][v]);
+                FN(panel_store)(isa, t[r] + v * VL, &acc[0][r][v]);
         for (int r = 0; r < m; ++r) {
             REAL *c = C + r * ldc;
-            if (beta != 0)
+            if (flags & CELLS_PANEL_ADD)
                 for (ptrdiff_t j = 0; j < w; ++j)
-                    c[j] = t[r][j] + beta * c[j];
+                    c[j] += t[r][j];
             else
                 for (ptrdiff_t j = 0; j < w; ++j)
                     c[j] = t[r][j];
@@ -228,12 +302,13 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int m, const int nv, const int ku, 
  * of `isa` can produce is its own register-blocked kernel. */
 CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff_t K,
                                            const REAL *A, ptrdiff_t lda, const REAL *Pv,
-                                           REAL beta, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
+                                           int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
 #define CELLS_PANEL_CASE_NV(c, v)                                                            \
     case v:                                                                                  \
         if (v <= nvt)                                                                        \
-            FN(panel_tile)(c, v, FN(panel_ku)(isa, c, v), K, A, lda, Pv, beta, C, ldc, w);   \
+            FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), K, A, lda, Pv, flags, C, ldc, \
+                           w);                                                               \
         break;
 #define CELLS_PANEL_CASE(c)                                                                  \
     case c:                                                                                  \
@@ -260,25 +335,89 @@ CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff
 #undef CELLS_PANEL_CASE_NV
 }
 
-/* gemm_panels for one instruction set (isa a constant once inlined).
+/* The kernels of each blocking this build has (see CELLS_PANEL_KERNELS_<isa> in panel.h): a
+ * tile of m rows and nv vectors, each (m, nv) that blocking produces being its own kernel. */
+typedef void (*FN(panel_kernels))(int m, int nv, ptrdiff_t K, const REAL *A, ptrdiff_t lda,
+                                  const REAL *Pv, int flags, REAL *C, ptrdiff_t ldc,
+                                  ptrdiff_t w);
+#ifdef CELLS_PANEL_KERNELS_4
+CELLS_PANEL_KERNELS_4 FN(panel_kernels_4)(int m, int nv, ptrdiff_t K, const REAL *A,
+                                          ptrdiff_t lda, const REAL *Pv, int flags, REAL *C,
+                                          ptrdiff_t ldc, ptrdiff_t w) {
+    FN(panel_tile_any)(4, m, nv, K, A, lda, Pv, flags, C, ldc, w);
+}
+#endif
+#ifdef CELLS_PANEL_KERNELS_3
+CELLS_PANEL_KERNELS_3 FN(panel_kernels_3)(int m, int nv, ptrdiff_t K, const REAL *A,
+                                          ptrdiff_t lda, const REAL *Pv, int flags, REAL *C,
+                                          ptrdiff_t ldc, ptrdiff_t w) {
+    FN(panel_tile_any)(3, m, nv, K, A, lda, Pv, flags, C, ldc, w);
+}
+#endif
+#ifdef CELLS_PANEL_KERNELS_0
+CELLS_PANEL_KERNELS_0 FN(panel_kernels_0)(int m, int nv, ptrdiff_t K, const REAL *A,
+                                          ptrdiff_t lda, const REAL *Pv, int flags, REAL *C,
+                                          ptrdiff_t ldc, ptrdiff_t w) {
+    FN(panel_tile_any)(0, m, nv, K, A, lda, Pv, flags, C, ldc, w);
+}
+#endif
+
+/* The blocking gemm_panels uses for instruction set `isa` (4, 3 or 0): the best this build
+ * has that does not exceed it, else its lowest (CELLS_PANEL_BASE_ISA). */
+CELLS_FN int FN(panel_blocking)(int isa) {
+#ifdef CELLS_PANEL_KERNELS_4
+    if (isa >= 4)
+        return 4;
+#endif
+#ifdef CELLS_PANEL_KERNELS_3
+    if (isa >= 3)
+        return 3;
+#endif
+    (void)isa;
+    return CELLS_PANEL_BASE_ISA;
+}
+
+/* gemm_panels with blocking FN(panel_blocking)(isa).
  * Rows: ceil(M / mr) tiles of as equal a height as possible (M = 8: 4 + 4, not 6 + 2), since a
  * tile of few rows runs far below the FMA rate. Columns: panel by panel, each in tiles of nvt
- * vectors; in a partial last panel only the vectors holding its w columns are computed (a
- * count of 3 rounds up to 4, the padding being zeros). Panels outer, rows inner: a panel is
- * read from L2 once and by the following row tiles from L1 where it fits (K·256 bytes). No
- * blocking of K: for K up to 2048 blocks of 192-512 measured no faster. */
-CELLS_PANEL_INLINE void FN(panel_gemm)(const int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
-                                       const REAL *A, ptrdiff_t lda, const REAL *P, REAL beta,
-                                       REAL *C, ptrdiff_t ldc) {
+ * vectors; in a partial last panel only the vectors holding its columns are computed (a count
+ * of 3 rounds up to 4, the padding being zeros). Panels outer, rows inner (rows outer measured
+ * slower for K >= 1024). K is not split in blocks: for K up to 2048, blocks of 192-512
+ * measured no faster. */
+CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
+                             const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
+                             const REAL *CELLS_RESTRICT P, REAL beta,
+                             REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
+    FN(panel_kernels) kernels = 0;
+    isa = FN(panel_blocking)(isa);
+#ifdef CELLS_PANEL_KERNELS_4
+    if (isa == 4)
+        kernels = FN(panel_kernels_4);
+#endif
+#ifdef CELLS_PANEL_KERNELS_3
+    if (isa == 3)
+        kernels = FN(panel_kernels_3);
+#endif
+#ifdef CELLS_PANEL_KERNELS_0
+    if (isa == 0)
+        kernels = FN(panel_kernels_0);
+#endif
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
-    if (M <= 0)
+    if (M <= 0 || n <= 0)
         return;
+    if (beta != 0 && beta != 1) /* C = beta·C first, then add to it (never in a time loop) */
+        for (ptrdiff_t i = 0; i < M; ++i)
+            for (ptrdiff_t j = 0; j < n; ++j)
+                C[i * ldc + j] *= beta;
+    const int flags = (beta != 0 ? CELLS_PANEL_ADD : 0)
+                      | ((size_t)K * (size_t)n * sizeof(REAL) >= CELLS_PANEL_PREFETCH_BYTES
+                                 ? CELLS_PANEL_PREFETCH : 0);
     const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
     for (ptrdiff_t j0 = 0; j0 < n; j0 += NR) {
-        const ptrdiff_t wp = n - j0 < NR ? n - j0 : NR;  /* columns of this panel */
-        const int nvp = (int)((wp + VL - 1) / VL);         /* vectors holding them */
-        const REAL *Pp = P + j0 * K;                       /* panel j0 / NR */
+        const ptrdiff_t wp = n - j0 < NR ? n - j0 : NR; /* columns of this panel */
+        const int nvp = (int)((wp + VL - 1) / VL);        /* vectors holding them */
+        const REAL *Pp = P + j0 * K;                      /* panel j0 / NR */
         for (int v0 = 0; v0 < nvp; v0 += nvt) {
             int nv = nvp - v0 < nvt ? nvp - v0 : nvt;
             nv = nv == 3 ? 4 : nv;
@@ -286,32 +425,13 @@ CELLS_PANEL_INLINE void FN(panel_gemm)(const int isa, ptrdiff_t M, ptrdiff_t n, 
             ptrdiff_t i = 0;
             for (ptrdiff_t t = 0; t < tiles; ++t) {
                 const int m = (int)(rows + (t < taller));
-                FN(panel_tile_any)(isa, m, nv, K, A + i * lda, lda, Pp + v0 * VL, beta,
-                                   C + i * ldc + j0 + v0 * VL, ldc, w);
+                kernels(m, nv, K, A + i * lda, lda, Pp + v0 * VL, flags,
+                        C + i * ldc + j0 + v0 * VL, ldc, w);
                 i += m;
             }
         }
     }
 }
-
-/* The AVX-512 and AVX2 builds of panel_gemm, where the compiler's flags do not already give
- * them (the base build is in gemm_panels itself). */
-#if CELLS_PANEL_X86 && CELLS_PANEL_BASE_ISA < 4
-CELLS_PANEL_V4 FN(gemm_panels_v4)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
-                                  const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
-                                  const REAL *CELLS_RESTRICT P, REAL beta,
-                                  REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-    FN(panel_gemm)(4, M, n, K, A, lda, P, beta, C, ldc);
-}
-#endif
-#if CELLS_PANEL_X86 && CELLS_PANEL_BASE_ISA < 3
-CELLS_PANEL_V3 FN(gemm_panels_v3)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
-                                  const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
-                                  const REAL *CELLS_RESTRICT P, REAL beta,
-                                  REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-    FN(panel_gemm)(3, M, n, K, A, lda, P, beta, C, ldc);
-}
-#endif
 
 /* C = A·op(B) + beta·C, op(B) [K, n] packed in P by FN(pack_panels).
  *   A: [M, lda >= K], read only in its M rows × K columns
@@ -319,24 +439,11 @@ CELLS_PANEL_V3 FN(gemm_panels_v3)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
  *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may
  *      hold NaN), otherwise C = A·op(B) + beta·C (beta = 1 accumulates exactly)
  * M = 0 or n = 0 does nothing; K = 0 sets C = beta·C. Single-threaded: threads each call it on
- * their own panels (see the top of this file). Runs the AVX-512, AVX2 or baseline build, the
+ * their own panels (see the top of this file). Runs the AVX-512, AVX2 or baseline kernels, the
  * best the CPU has (cells_panel_isa). */
 CELLS_FN void FN(gemm_panels)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                               const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                               const REAL *CELLS_RESTRICT P, REAL beta,
                               REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-#if CELLS_PANEL_X86 && CELLS_PANEL_BASE_ISA < 4
-    const int isa = cells_panel_isa();
-    if (isa == 4) {
-        FN(gemm_panels_v4)(M, n, K, A, lda, P, beta, C, ldc);
-        return;
-    }
-#if CELLS_PANEL_BASE_ISA < 3
-    if (isa == 3) {
-        FN(gemm_panels_v3)(M, n, K, A, lda, P, beta, C, ldc);
-        return;
-    }
-#endif
-#endif
-    FN(panel_gemm)(CELLS_PANEL_BASE_ISA, M, n, K, A, lda, P, beta, C, ldc);
+    FN(panel_gemm)(cells_panel_isa(), M, n, K, A, lda, P, beta, C, ldc);
 }
