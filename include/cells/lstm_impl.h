@@ -68,17 +68,25 @@ CELLS_ROW FN(lstm_row)(
         REAL *i, REAL *f, REAL *g, REAL *o,    /* may be xi, xf, xg, xo (element j is read
                                                   before it is written: not restrict) */
         REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
-    CELLS_SIMD
-    for (ptrdiff_t j = 0; j < n; ++j)
-        FN(lstm_step)(xi[j] + hi[j], xf[j] + hf[j], xg[j] + hg[j], xo[j] + ho[j],
-                      wpi ? wpi[j] : 0, wpf ? wpf[j] : 0, wpo ? wpo[j] : 0, clip, cPrev[j],
-                      &i[j], &f[j], &g[j], &o[j], &c[j], &h[j]);
+    /* Two loops, with and without peepholes: a NULL test inside the loop ran 1.5x slower. */
+    if (wpi) {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j)
+            FN(lstm_step)(xi[j] + hi[j], xf[j] + hf[j], xg[j] + hg[j], xo[j] + ho[j],
+                          wpi[j], wpf[j], wpo[j], clip, cPrev[j],
+                          &i[j], &f[j], &g[j], &o[j], &c[j], &h[j]);
+    } else {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j)
+            FN(lstm_step)(xi[j] + hi[j], xf[j] + hf[j], xg[j] + hg[j], xo[j] + ho[j],
+                          0, 0, 0, clip, cPrev[j], &i[j], &f[j], &g[j], &o[j], &c[j], &h[j]);
+    }
 }
 
 /* dh: in, dL/dh from the later steps (dLdh, the gradient at this step's output, is added);
  * out, 0: dL/dhPrev is dz·Wrᵀ, which the caller adds. dc: in, dL/dc from the later steps; out,
- * dL/dcPrev. dwpi, dwpf, dwpo (all three or none NULL) accumulate the peephole gradients
- * dzi∘cPrev, dzf∘cPrev, dzo∘c. */
+ * dL/dcPrev. With peepholes (wpi, wpf, wpo not NULL), dwpi, dwpf, dwpo accumulate their
+ * gradients dzi∘cPrev, dzf∘cPrev, dzo∘c; without, they are not used. */
 CELLS_ROW FN(lstm_bp_row)(
         ptrdiff_t n,
         const REAL *CELLS_RESTRICT dLdh,                                /* or NULL */
@@ -92,16 +100,24 @@ CELLS_ROW FN(lstm_bp_row)(
         REAL *CELLS_RESTRICT dzo, REAL *CELLS_RESTRICT dh, REAL *CELLS_RESTRICT dc,
         REAL *CELLS_RESTRICT dwpi, REAL *CELLS_RESTRICT dwpf,
         REAL *CELLS_RESTRICT dwpo) {                                    /* or NULL */
-    CELLS_SIMD
-    for (ptrdiff_t j = 0; j < n; ++j) {
-        FN(lstm_bp_step)(dh[j] + (dLdh ? dLdh[j] : 0), dc[j], i[j], f[j], g[j], o[j], c[j],
-                         cPrev[j], wpi ? wpi[j] : 0, wpf ? wpf[j] : 0, wpo ? wpo[j] : 0, clip,
-                         &dzi[j], &dzf[j], &dzg[j], &dzo[j], &dc[j]);
-        dh[j] = 0;
-        if (dwpi) {
+    /* Two loops, with and without peepholes (see lstm_row). */
+    if (wpi) {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j) {
+            FN(lstm_bp_step)(dh[j] + (dLdh ? dLdh[j] : 0), dc[j], i[j], f[j], g[j], o[j], c[j],
+                             cPrev[j], wpi[j], wpf[j], wpo[j], clip,
+                             &dzi[j], &dzf[j], &dzg[j], &dzo[j], &dc[j]);
+            dh[j] = 0;
             dwpi[j] += dzi[j] * cPrev[j];
             dwpf[j] += dzf[j] * cPrev[j];
             dwpo[j] += dzo[j] * c[j];
+        }
+    } else {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j) {
+            FN(lstm_bp_step)(dh[j] + (dLdh ? dLdh[j] : 0), dc[j], i[j], f[j], g[j], o[j], c[j],
+                             cPrev[j], 0, 0, 0, clip, &dzi[j], &dzf[j], &dzg[j], &dzo[j], &dc[j]);
+            dh[j] = 0;
         }
     }
 }
