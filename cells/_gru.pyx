@@ -30,7 +30,7 @@ from cells._loops cimport (
     add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
 )
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
-from cells._panels cimport Weights, pack, release, times
+from cells._panels cimport Weights, pack, project, release, times
 from cells._validate import kernel_arrays
 
 
@@ -77,16 +77,16 @@ cdef void forward(
     cdef real *g
     cdef const real *zx
     cdef ThreadUnits me
-    cdef Weights wh
+    cdef Weights wx, wh
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
         n = j1 - j0
         wh = pack(Wh + j0, nOut, 3, nOut, n, G, False)   # block k: Wh's columns k·nOut + [j0, j1)
         # The input projection of every step at once: gx = x·Wx + bx, this thread's columns.
-        for k in range(3):
-            gemm(False, False, sL * bS, n, nIn, 1, x, nIn, Wx + k * nOut + j0, G,
-                 0, gx + k * nOut + j0, G)
+        wx = pack(Wx + j0, nOut, 3, nIn, n, G, False)
+        project(sL * bS, x, nIn, wx, gx + j0, G, nOut)
+        release(&wx)
         add_gate_bias(sL * bS, nOut, 3, j0, j1, bx, gx)
         for b in range(bS):
             copy_units(n, hI + b * nOut + j0, state + b * nOut + j0)

@@ -30,7 +30,7 @@ from cells._loops cimport (
     add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
 )
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
-from cells._panels cimport Weights, pack, release, times
+from cells._panels cimport Weights, pack, project, release, times
 from cells._validate import kernel_arrays
 from cells._lltm_gates cimport lltm_bp_row, lltm_row
 
@@ -110,15 +110,15 @@ cdef void forward_loop(
         int n_threads) noexcept nogil:
     cdef Py_ssize_t G = 3 * nOut, K = nOut + nIn, j0, j1, k, i, t, cur, nxt
     cdef ThreadUnits me
-    cdef Weights wh
+    cdef Weights wx, wh
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
         wh = pack(W + j0 * K, nOut * K, 3, nOut, j1 - j0, K, True)
         # The input projection of every step at once: gx = x·W_xᵀ + b, this thread's columns.
-        for k in range(3):
-            gemm(False, True, sL * bS, j1 - j0, nIn, 1, x, nIn, W + (k * nOut + j0) * K + nOut, K,
-                 0, gx + k * nOut + j0, G)
+        wx = pack(W + j0 * K + nOut, nOut * K, 3, nIn, j1 - j0, K, True)
+        project(sL * bS, x, nIn, wx, gx + j0, G, nOut)
+        release(&wx)
         add_gate_bias(sL * bS, nOut, 3, j0, j1, b, gx)
         for i in range(bS):
             copy_units(j1 - j0, hI + i * nOut + j0, hs + i * nOut + j0)

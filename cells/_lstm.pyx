@@ -31,7 +31,7 @@ from cells._loops cimport (
     add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, zero_units,
 )
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
-from cells._panels cimport Weights, pack, release, times
+from cells._panels cimport Weights, pack, project, release, times
 from cells._validate import kernel_arrays
 from cells._lstm_gates cimport lstm_bp_row, lstm_row
 
@@ -81,7 +81,7 @@ cdef void forward(
     cdef real *cnext
     cdef real *gt
     cdef ThreadUnits me
-    cdef Weights wr
+    cdef Weights wx, wr
     with parallel(num_threads=n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
@@ -91,9 +91,9 @@ cdef void forward(
         wpo = offset(Wp, 2 * nOut + j0)
         wr = pack(Wr + j0, nOut, 4, nOut, n, G, False)   # block k: Wr's columns k·nOut + [j0, j1)
         # The input projection of every step at once: gx = x·Wx + b, this thread's columns.
-        for k in range(4):
-            gemm(False, False, SB, n, nIn, 1, x, nIn, Wx + k * nOut + j0, G,
-                 0, gx + k * nOut + j0, G)
+        wx = pack(Wx + j0, nOut, 4, nIn, n, G, False)
+        project(SB, x, nIn, wx, gx + j0, G, nOut)
+        release(&wx)
         if b != NULL:
             add_gate_bias(SB, nOut, 4, j0, j1, b, gx)
         for t in range(sL):
