@@ -38,6 +38,7 @@ def plot_file(results, out):
         return "no plot: matplotlib is not installed (pip install matplotlib)"
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     data = json.loads(Path(results).read_text())
     families = [f for f in FAMILY_VARIANT if sweep_lines(data["rows"], f)]
@@ -52,6 +53,8 @@ def plot_file(results, out):
         ax.axhline(1.0, color="gray", linewidth=0.8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("batch size B (T=100, I=H=256)")
         ax.set_ylabel("speed-up of cells (contender ms / cells ms)")
         ax.set_title(f"{family.upper()} float32" + (" (linear_before_reset)"

@@ -9,9 +9,9 @@ blocks (r, u, c). Every array is C-contiguous; shapes are given at each pointer.
 Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its block of each of the
 r, u, c column blocks). At every step it multiplies the state by its columns of Wh, packed once
 per call (cells/_panels.pxd), then runs the row functions of include/cells/gru.h for just those
-elements. The products over all steps (input projection, weight gradients) are single-threaded
-BLAS gemms on the thread's columns. Threads meet at a barrier only where a product needs
-columns that other threads wrote.
+elements. The input projection of all steps runs on packed weights as well; the backward's
+products over all steps (dL/dx, the weight gradients) are single-threaded BLAS gemms. Threads
+meet at a barrier only where a product needs columns that other threads wrote.
 
 Sequences: row b runs its first len_b = seq_len[b] steps (all sL without seq_len); at loop step t
 it processes time index tau = step_time(t, len_b, forward) (cells/_loops.pxd). Arrays indexed by

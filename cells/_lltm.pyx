@@ -17,9 +17,10 @@ are 0. Everything kept per step (outputs, workspace, dz) is tau-indexed.
 Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its rows of each of the
 three gate blocks of W). At every step it multiplies the state by its gate columns of W_hᵀ,
 packed once per call (cells/_panels.pxd), then runs the row functions of include/cells/lltm.h
-for just those elements. The products over all steps (input projection, weight gradients) are
-single-threaded BLAS gemms on the thread's columns. Threads meet at one barrier per step, where
-a product needs the state (forward) or dL/dz (backward) that all threads wrote.
+for just those elements. The input projection of all steps runs on packed weights as well; the
+backward's products over all steps (dL/dx, the weight gradients) are single-threaded BLAS gemms.
+Threads meet at one barrier per step, where a product needs the state (forward) or dL/dz
+(backward) that all threads wrote.
 """
 from cython.parallel cimport parallel
 from libc.stdint cimport int64_t

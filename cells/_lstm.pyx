@@ -17,9 +17,9 @@ tau >= seq_len[b] are 0. Everything kept for the backward pass is tau-indexed.
 Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its block of each of the
 i, f, g, o column blocks). At every step it multiplies the state by its columns of Wr, packed once
 per call (cells/_panels.pxd), then runs the row functions of include/cells/lstm.h for just those
-elements. The products over all steps (input projection, weight gradients) are single-threaded
-BLAS gemms on the thread's columns. Threads meet at a barrier only where a product needs
-columns that other threads wrote: once per step.
+elements. The input projection of all steps runs on packed weights as well; the backward's
+products over all steps (dL/dx, the weight gradients) are single-threaded BLAS gemms. Threads
+meet at a barrier only where a product needs columns that other threads wrote: once per step.
 """
 from cython.parallel cimport parallel
 
