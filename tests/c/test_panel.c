@@ -1,0 +1,249 @@
+/* Correctness test of cells/panel.h: pack_panels and gemm_panels against a naive triple loop.
+ *
+ *   gcc -O3 -fno-wrapv -fno-trapping-math -I include tests/c/test_panel.c -o test_panel -lm
+ *   ./test_panel                          (tests/test_panel.py does this)
+ * With -O1 -g -fsanitize=address,undefined -DGUARD=0 every buffer is allocated at its exact
+ * size, for AddressSanitizer (or valgrind) to see any access outside.
+ *
+ * For both types, both transB, beta 0 (C prefilled with NaN), 1 (and -0.5 on a third of the
+ * sizes), and every size in the lists below:
+ *  - A, B and the gaps between their rows (lda > K, ldb > n or > K) are NaN everywhere outside
+ *    the elements the product uses, so a read outside them poisons C;
+ *  - C's gaps (ldc > n) and GUARD elements before and after it hold a sentinel that must
+ *    survive; with GUARD = 0 every buffer is its own malloc of exactly the size the API allows,
+ *    so that AddressSanitizer/valgrind see any access outside;
+ *  - P is checked element by element against the layout the header documents (zero padding
+ *    included), and the product is checked for every register blocking the CPU runs (4, 3, 0:
+ *    called through cells_panel_gemm_*; where this build lacks one, the next lower it has) as
+ *    well as through the public cells_gemm_panels_* (the one the CPU picks), with P misaligned
+ *    too;
+ *  - the reference accumulates in long double; the error bound is the classical one for a dot
+ *    product summed in any order, |ĉ - c| <= γ_{K+2}·(Σ|a||b| + |beta·c0|), γ_m = m·u/(1-m·u),
+ *    u = eps/2 (K products and sums, plus the beta·c0 term and its sum); we allow (K+2)·eps,
+ *    twice the first-order bound, plus the reference's own rounding.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cells/panel.h"
+
+#ifndef GUARD
+#define GUARD 16
+#endif
+
+static const double SENTINEL = 12345.0;
+static long failures, checks;
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static double uniform(void) { /* in [-1, 1) */
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+#define DEFINE_TEST(REAL, S, EPS)                                                              \
+    static REAL *alloc_##S(size_t n, size_t guard, REAL fill) {                                \
+        REAL *p = malloc((n + 2 * guard) * sizeof(REAL) + 1);                                  \
+        for (size_t i = 0; i < n + 2 * guard; ++i) p[i] = fill;                                \
+        return p + guard;                                                                      \
+    }                                                                                          \
+                                                                                               \
+    /* One case: returns the number of failed checks. misalign shifts P by one element. */     \
+    static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta,          \
+                        int misalign) {                                                        \
+        const ptrdiff_t NR = cells_panel_width_##S();                                          \
+        const ptrdiff_t lda = K + 3, ldc = n + 5;                                              \
+        const ptrdiff_t ldb = transB ? K + 2 : n + 2;                                          \
+        const ptrdiff_t brows = transB ? n : K;                                                \
+        /* exact extents: the last row need not be padded */                                   \
+        const size_t lenA = M ? (size_t)((M - 1) * lda + K) : 0;                               \
+        const size_t lenB = brows ? (size_t)((brows - 1) * ldb + (transB ? K : n)) : 0;        \
+        const size_t lenC = M ? (size_t)((M - 1) * ldc + n) : 0;                               \
+        REAL *A = alloc_##S(lenA, GUARD, (REAL)NAN), *B = alloc_##S(lenB, GUARD, (REAL)NAN);   \
+        REAL *C0 = malloc((lenC + 1) * sizeof(REAL));                                          \
+        for (ptrdiff_t i = 0; i < M; ++i)                                                      \
+            for (ptrdiff_t k = 0; k < K; ++k) A[i * lda + k] = (REAL)uniform();                \
+        for (ptrdiff_t r = 0; r < brows; ++r)                                                  \
+            for (ptrdiff_t c = 0; c < (transB ? K : n); ++c) B[r * ldb + c] = (REAL)uniform(); \
+        for (size_t i = 0; i < lenC; ++i) C0[i] = (REAL)SENTINEL;                              \
+        for (ptrdiff_t i = 0; i < M; ++i)                                                      \
+            for (ptrdiff_t j = 0; j < n; ++j)                                                  \
+                C0[i * ldc + j] = beta != 0 ? (REAL)uniform() : (REAL)NAN;                     \
+                                                                                               \
+        /* pack, and check the layout */                                                       \
+        const size_t lenP = cells_panel_len_##S(K, n);                                         \
+        if (lenP != (size_t)(K * ((n + NR - 1) / NR * NR))) {                                  \
+            ++failures;                                                                        \
+            printf("FAIL panel_len(%td, %td) = %zu\n", K, n, lenP);                            \
+        }                                                                                      \
+        REAL *Pbuf = alloc_##S(lenP + (size_t)misalign, GUARD, (REAL)SENTINEL);                \
+        REAL *P = Pbuf + misalign;                                                             \
+        cells_pack_panels_##S(K, n, B, ldb, transB, P);                                        \
+        for (ptrdiff_t p = 0; p * NR < n; ++p)                                                 \
+            for (ptrdiff_t k = 0; k < K; ++k)                                                  \
+                for (ptrdiff_t j = 0; j < NR; ++j) {                                           \
+                    const ptrdiff_t col = p * NR + j;                                          \
+                    const REAL want = col >= n ? 0                                             \
+                                      : transB ? B[col * ldb + k] : B[k * ldb + col];          \
+                    ++checks;                                                                  \
+                    if (!(P[p * K * NR + k * NR + j] == want)) {                               \
+                        if (++failures < 20)                                                   \
+                            printf("FAIL %s pack K=%td n=%td transB=%d P[%td][%td][%td]\n",    \
+                                   #REAL, K, n, transB, p, k, j);                              \
+                    }                                                                          \
+                }                                                                              \
+        for (ptrdiff_t g = 1; g <= GUARD; ++g)                                                 \
+            if (P[-g - misalign] != (REAL)SENTINEL || P[lenP + g - 1] != (REAL)SENTINEL) {     \
+                ++failures;                                                                    \
+                printf("FAIL %s pack wrote outside P (K=%td n=%td)\n", #REAL, K, n);           \
+                break;                                                                         \
+            }                                                                                  \
+                                                                                               \
+        /* reference */                                                                        \
+        long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                  \
+        long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                  \
+        for (ptrdiff_t i = 0; i < M; ++i)                                                      \
+            for (ptrdiff_t j = 0; j < n; ++j) {                                                \
+                long double s = 0, m = 0;                                                      \
+                for (ptrdiff_t k = 0; k < K; ++k) {                                            \
+                    const long double b = transB ? B[j * ldb + k] : B[k * ldb + j];            \
+                    s += (long double)A[i * lda + k] * b;                                      \
+                    m += fabsl((long double)A[i * lda + k] * b);                               \
+                }                                                                              \
+                if (beta != 0) {                                                               \
+                    s += (long double)beta * C0[i * ldc + j];                                  \
+                    m += fabsl((long double)beta * C0[i * ldc + j]);                           \
+                }                                                                              \
+                ref[i * n + j] = s;                                                            \
+                mag[i * n + j] = m;                                                            \
+            }                                                                                  \
+                                                                                               \
+        /* every blocking: 4, 3, 0 through panel_gemm, then the public entry (-1) */           \
+        static const int isas[] = {4, 3, 0, -1};                                               \
+        for (int t = 0; t < 4; ++t) {                                                          \
+            if (isas[t] > cells_panel_isa()) /* kernels this CPU cannot run */                 \
+                continue;                                                                      \
+            REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                  \
+            for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                    \
+            if (isas[t] == 4)                                                                  \
+                cells_panel_gemm_##S(4, M, n, K, A, lda, P, beta, C, ldc);                     \
+            else if (isas[t] == 3)                                                             \
+                cells_panel_gemm_##S(3, M, n, K, A, lda, P, beta, C, ldc);                     \
+            else if (isas[t] == 0)                                                             \
+                cells_panel_gemm_##S(0, M, n, K, A, lda, P, beta, C, ldc);                     \
+            else                                                                               \
+                cells_gemm_panels_##S(M, n, K, A, lda, P, beta, C, ldc);                       \
+            for (ptrdiff_t i = 0; i < M; ++i)                                                  \
+                for (ptrdiff_t j = 0; j < ldc && i * ldc + j < (ptrdiff_t)lenC; ++j) {         \
+                    const REAL got = C[i * ldc + j];                                           \
+                    ++checks;                                                                  \
+                    if (j >= n) {                                                              \
+                        if (got != (REAL)SENTINEL && ++failures < 20)                          \
+                            printf("FAIL %s isa=%d wrote C gap M=%td n=%td K=%td\n", #REAL,     \
+                                   isas[t], M, n, K);                                          \
+                        continue;                                                              \
+                    }                                                                          \
+                    const long double err = fabsl((long double)got - ref[i * n + j]);          \
+                    const long double tol = (long double)(K + 2) * EPS * mag[i * n + j]        \
+                                            + 2 * EPS * fabsl(ref[i * n + j]);                 \
+                    if (!(err <= tol)) { /* also catches NaN */                                \
+                        if (++failures < 20)                                                   \
+                            printf("FAIL %s isa=%d M=%td n=%td K=%td transB=%d beta=%g "       \
+                                   "C[%td,%td] = %.9g, want %.9Lg (err %.3Lg > tol %.3Lg)\n",  \
+                                   #REAL, isas[t], M, n, K, transB, (double)beta, i, j,        \
+                                   (double)got, ref[i * n + j], err, tol);                     \
+                    }                                                                          \
+                    if (K == 0 && got != (beta != 0 ? beta * C0[i * ldc + j] : 0)              \
+                        && ++failures < 20)                                                    \
+                        printf("FAIL %s K=0 not beta*C\n", #REAL);                             \
+                }                                                                              \
+            for (ptrdiff_t g = 1; g <= GUARD; ++g)                                             \
+                if (C[-g] != (REAL)SENTINEL || C[lenC + g - 1] != (REAL)SENTINEL) {            \
+                    ++failures;                                                                \
+                    printf("FAIL %s isa=%d wrote outside C (M=%td n=%td K=%td)\n", #REAL,       \
+                           isas[t], M, n, K);                                                  \
+                    break;                                                                     \
+                }                                                                              \
+            free(C - GUARD);                                                                   \
+        }                                                                                      \
+                                                                                               \
+        /* the panels from the second on, through offset pointers (how threads share P) */     \
+        if (n > NR && M > 0) {                                                                 \
+            REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                  \
+            for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                    \
+            cells_gemm_panels_##S(M, n - NR, K, A, lda, P + K * NR, beta, C + NR, ldc);        \
+            for (ptrdiff_t i = 0; i < M; ++i)                                                  \
+                for (ptrdiff_t j = 0; j < n; ++j) {                                            \
+                    const REAL got = C[i * ldc + j];                                           \
+                    const int ok = j < NR ? (isnan(C0[i * ldc + j]) ? isnan(got)               \
+                                                                    : got == C0[i * ldc + j])  \
+                                          : fabsl((long double)got - ref[i * n + j])           \
+                                                <= (long double)(K + 2) * EPS * mag[i * n + j] \
+                                                       + 2 * EPS * fabsl(ref[i * n + j]);      \
+                    ++checks;                                                                  \
+                    if (!ok && ++failures < 20)                                                \
+                        printf("FAIL %s panel offset M=%td n=%td K=%td C[%td,%td]\n", #REAL,   \
+                               M, n, K, i, j);                                                 \
+                }                                                                              \
+            free(C - GUARD);                                                                   \
+        }                                                                                      \
+        free(ref);                                                                             \
+        free(mag);                                                                             \
+        free(C0);                                                                              \
+        free(Pbuf - GUARD);                                                                    \
+        free(A - GUARD);                                                                       \
+        free(B - GUARD);                                                                       \
+    }
+
+DEFINE_TEST(float, f, (long double)FLT_EPSILON)
+DEFINE_TEST(double, d, (long double)DBL_EPSILON)
+
+int main(void) {
+    const ptrdiff_t Ks[] = {0, 1, 7, 64, 129};
+    const ptrdiff_t Mmax = 2 * CELLS_PANEL_MR_MAX + 3;
+    long cases = 0;
+    printf("cells_panel_isa() = %d; blockings tested for isa 4, 3, 0: %d, %d, %d; "
+           "panel width %td floats / %td doubles\n", cells_panel_isa(), cells_panel_blocking_f(4),
+           cells_panel_blocking_f(3), cells_panel_blocking_f(0), cells_panel_width_f(),
+           cells_panel_width_d());
+    for (int type = 0; type < 2; ++type) {
+        const ptrdiff_t NR = type == 0 ? CELLS_PANEL_WIDTH_F : CELLS_PANEL_WIDTH_D;
+        const ptrdiff_t VL = CELLS_PANEL_VBYTES / (type == 0 ? sizeof(float) : sizeof(double));
+        /* whole and partial panels, and partial panels of 1, 2, 3 and 4 vectors */
+        const ptrdiff_t ns[] = {0,      1,      VL - 1, VL,     VL + 1,     2 * VL + 3, 3 * VL,
+                                NR - 1, NR,     NR + 1, NR + VL, 2 * NR + 5, 3 * NR};
+        for (size_t ik = 0; ik < sizeof Ks / sizeof *Ks; ++ik)
+            for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
+                for (ptrdiff_t M = 0; M <= Mmax; ++M)
+                    for (int transB = 0; transB < 2; ++transB)
+                        for (int b = 0; b < 3; ++b) {
+                            /* beta 0, 1 and, for some sizes, any other */
+                            const double beta = b == 2 ? -0.5 : b;
+                            const int misalign = (int)((M + in) % 2);
+                            if (b == 2 && (M + in + ik) % 3 != 0)
+                                continue;
+                            if (type == 0)
+                                run_f(M, ns[in], Ks[ik], transB, (float)beta, misalign);
+                            else
+                                run_d(M, ns[in], Ks[ik], transB, beta, misalign);
+                            ++cases;
+                        }
+    }
+    /* panel_aligned: the first 64-byte boundary, within the documented padding */
+    static float fbuf[64 + CELLS_PANEL_ALIGN];
+    for (int off = 0; off < 16; ++off) {
+        float *p = cells_panel_aligned_f(fbuf + off);
+        ++checks;
+        if ((uintptr_t)p % CELLS_PANEL_ALIGN != 0 || p < fbuf + off
+            || p > fbuf + off + CELLS_PANEL_ALIGN / sizeof(float) - 1) {
+            ++failures;
+            printf("FAIL panel_aligned(fbuf + %d)\n", off);
+        }
+    }
+    printf("%ld cases, %ld checks, %ld failures\n", cases, checks, failures);
+    return failures != 0;
+}
