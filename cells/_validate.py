@@ -127,3 +127,15 @@ def consume_workspace(*buffers):
     for a in buffers:
         if a is not None:
             a.flags.writeable = False
+
+
+def workspace_options(ws, **now):
+    """Check that the workspace `ws` was made with this call's options: each keyword names a
+    field of ws (seq_len, forward, ...) and gives this call's value; None matches only None."""
+    for name, value in now.items():
+        made = getattr(ws, name)
+        if (made is None) != (value is None) or (made is not None
+                                                 and not np.array_equal(made, value)):
+            raise ValueError(f"workspace: it was made with {name}={made}, this call has "
+                             f"{name}={value}")
+

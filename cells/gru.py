@@ -31,6 +31,8 @@ class GruWorkspace(NamedTuple):
       h     [sL, bS, nOut]   the states (the array gruTimeLoop returns)
       gates [sL, bS, 3nOut]  the activated r, u, c
       hc    [sL, bS, nOut]   hPrev·Wh_c + bh_c, with linear_before_reset only (else None)
+    and the options it was made with, which gruTimeLoopBp checks against its own: seq_len
+    (int64 [bS] or None) and forward.
 
     gruTimeLoopBp consumes it: to keep a training step's memory at the workspace, it overwrites
     gates and hc with gradients and leaves them read-only. A second backward pass needs a new
@@ -40,6 +42,8 @@ class GruWorkspace(NamedTuple):
     h: np.ndarray
     gates: np.ndarray
     hc: Optional[np.ndarray]
+    seq_len: Optional[np.ndarray]
+    forward: bool
 
 
 def gruCell(x, hI, Wx, Wh, b, *, linear_before_reset=False, n_threads=None):
@@ -117,7 +121,7 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS)
     if workspace is not None:
-        _check_workspace(workspace, dims, x.dtype, lbr)
+        _check_workspace(workspace, dims, x.dtype, lbr, lengths, fwd)
     return _backward(dims, x, hI, Wx, Wh, b, lbr, workspace, dLdh, dLdhLast, None,
                      resolve_n_threads(n_threads), lengths, fwd)
 
@@ -190,13 +194,14 @@ def _check_gru(x, hI, Wx, Wh, b, **grads):
     return sL, bS, nIn, nOut
 
 
-def _check_workspace(ws, dims, dtype, lbr):
+def _check_workspace(ws, dims, dtype, lbr, lengths, fwd):
     if not isinstance(ws, GruWorkspace):
         raise TypeError(f"workspace: expected the GruWorkspace returned by gruTimeLoop, "
                         f"got {type(ws).__name__}")
     if (ws.hc is not None) != lbr:
         raise ValueError(f"workspace: it was made with linear_before_reset={ws.hc is not None}, "
                          f"this call has linear_before_reset={lbr}")
+    check.workspace_options(ws, seq_len=lengths, forward=fwd)
     sL, bS, _, nOut = dims
     for name, a, expected in (("h", ws.h, (sL, bS, nOut)), ("gates", ws.gates, (sL, bS, 3 * nOut)),
                               ("hc", ws.hc, (sL, bS, nOut))):
@@ -261,7 +266,9 @@ def _forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=Tru
             lbr, sL, bS, nIn, nOut, f(x), f(hI), f(Wx), f(Wh), f(bx), f(bhc), seq_len, fwd,
             gx, np.empty(bS * G, dtype), np.zeros(bS * nOut, dtype),
             np.empty(2 * bS * nOut, dtype), keep, f(gates), f(hc), f(h), n_threads)
-    return h, (GruWorkspace(h, gates, hc) if keep else None)
+    if not keep:
+        return h, None
+    return h, GruWorkspace(h, gates, hc, None if seq_len is None else seq_len.copy(), fwd)
 
 
 def _backward(dims, x, hI, Wx, Wh, b, lbr, ws, dLdh, dLdhLast, dLdgates, n_threads,

@@ -15,7 +15,7 @@ Every function takes float32 or float64 arrays of one dtype, in any memory order
 fine), and returns new C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set,
 else all cores) is the number of OpenMP threads; BLAS is held at one thread meanwhile.
 """
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -31,6 +31,8 @@ class LltmWorkspace(NamedTuple):
       h     [sL, bS, S]   the outputs (the array lltmTimeLoop returns)
       gates [sL, bS, 3S]  the activated gates i, o and the candidate n = elu(z2)
       c     [sL, bS, S]   the cell state after the step
+    and the options it was made with, which lltmTimeLoopBp checks against its own: seq_len
+    (int64 [bS] or None) and forward.
 
     lltmTimeLoopBp consumes it: to keep a training step's memory at the workspace, it overwrites
     gates with gradients and leaves them read-only. A second backward pass needs a new forward
@@ -40,6 +42,8 @@ class LltmWorkspace(NamedTuple):
     h: np.ndarray
     gates: np.ndarray
     c: np.ndarray
+    seq_len: Optional[np.ndarray]
+    forward: bool
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,7 +108,7 @@ def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidat
     hI = X[:, :S]
     gates = np.concatenate([input_gate, output_gate, candidate_cell], axis=1)[None]
     # h (the outputs of earlier steps) is never read with one step: hI stands in for it.
-    ws = LltmWorkspace(hI, gates, new_cell[None])
+    ws = LltmWorkspace(hI, gates, new_cell[None], None, True)
     dLdx, dLdW, dLdb, dLdhI, dLdcI = _backward(
         dims, X[None, :, S:], weights, hI, None, True, ws, None, grad_h, grad_cell,
         resolve_n_threads(n_threads))
@@ -152,7 +156,7 @@ def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=Non
     check.output_grads(sL, bS, S, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
     lens = check.seq_len(seq_len, sL, bS)
     if workspace is not None:
-        _check_workspace(workspace, dims, x.dtype)
+        _check_workspace(workspace, dims, x.dtype, lens, fwd)
     return _backward(dims, x, W, hI, cI, fwd, workspace, dLdh, dLdhL, dLdcL,
                      resolve_n_threads(n_threads), b=b, lens=lens)
 
@@ -191,10 +195,11 @@ def _check_lltm(names, x, W, b, hI, cI, **grads):
     return sL, bS, nIn, S
 
 
-def _check_workspace(ws, dims, dtype):
+def _check_workspace(ws, dims, dtype, lens, fwd):
     if not isinstance(ws, LltmWorkspace):
         raise TypeError(f"workspace: expected the LltmWorkspace returned by lltmTimeLoop, "
                         f"got {type(ws).__name__}")
+    check.workspace_options(ws, seq_len=lens, forward=fwd)
     sL, bS, _, S = dims
     for name, a, expected in (("h", ws.h, (sL, bS, S)), ("gates", ws.gates, (sL, bS, 3 * S)),
                               ("c", ws.c, (sL, bS, S))):
@@ -225,9 +230,12 @@ def _forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
     gx = f(gates) if keep else np.empty(sL * bS * G, dtype)
     with sequential_blas():
         _lltm.lltm_forward(
-            fwd, sL, bS, nIn, S, f(x), f(W), f(b), f(hI), f(cI), lens, gx, f(z), np.empty(2 * bS * S, dtype),
-            np.empty(2 * bS * S, dtype), f(gates), f(c), keep, f(h), f(hL), f(cL), n_threads)
-    return h, hL, cL, (LltmWorkspace(h, gates, c) if keep else None)
+            fwd, sL, bS, nIn, S, f(x), f(W), f(b), f(hI), f(cI), lens, gx, f(z),
+            np.empty(2 * bS * S, dtype), np.empty(2 * bS * S, dtype), f(gates), f(c), keep,
+            f(h), f(hL), f(cL), n_threads)
+    if not keep:
+        return h, hL, cL, None
+    return h, hL, cL, LltmWorkspace(h, gates, c, None if lens is None else lens.copy(), fwd)
 
 
 def _backward(dims, x, W, hI, cI, fwd, ws, dLdh, dLdhL, dLdcL, n_threads, b=None, lens=None):

@@ -178,17 +178,8 @@ def _check_workspace(ws, dims, dtype, lengths, fwd, clip, peepholes):
     if not isinstance(ws, LstmWorkspace):
         raise TypeError(f"workspace: expected the LstmWorkspace returned by lstmLayerTimeLoop, "
                         f"got {type(ws).__name__}")
-    same_lengths = (ws.seq_len is None) == (lengths is None) and (
-        lengths is None or np.array_equal(ws.seq_len, lengths))
-    for option, made, now, same in (
-            ("seq_len", ws.seq_len, lengths, same_lengths),
-            ("forward", ws.forward, fwd, ws.forward == fwd),
-            ("cell_clip", ws.cell_clip, clip, ws.cell_clip == clip),
-            ("Wp", "an array" if ws.peepholes else None, "an array" if peepholes else None,
-             ws.peepholes == peepholes)):
-        if not same:
-            raise ValueError(f"workspace: it was made with {option}={made}, this call has "
-                             f"{option}={now}")
+    check.workspace_options(ws, seq_len=lengths, forward=fwd, cell_clip=clip,
+                            peepholes=peepholes)
     sL, bS, _, nOut = dims
     for name, a, expected in (("h", ws.h, (sL, bS, nOut)), ("c", ws.c, (sL, bS, nOut)),
                               ("gates", ws.gates, (sL, bS, 4 * nOut))):

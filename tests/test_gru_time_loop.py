@@ -141,7 +141,8 @@ def test_gru_time_loop_workspace_layout(lbr, two_biases, dtype, sL, bS, n_in):
     H = 6
     x, hI, Wx, Wh, b, _, _ = _problem(2450, sL, bS, n_in, H, two_biases, dtype)
     h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, linear_before_reset=lbr, return_workspace=True)
-    assert ws._fields == ("h", "gates", "hc")
+    assert ws._fields == ("h", "gates", "hc", "seq_len", "forward")
+    assert ws.seq_len is None and ws.forward is True
     np.testing.assert_array_equal(ws.h, h)
     gates_ref, hc_ref = _ref_workspace(x, hI, Wx, Wh, b, lbr)
     assert ws.gates.shape == (sL, bS, 3 * H)
@@ -212,7 +213,8 @@ def test_gru_time_loop_threads_agree(lbr, two_biases, dtype):
         gw = cells.gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhLast, workspace=ws,
                                  linear_before_reset=lbr, n_threads=nt)
         res[nt] = (h,) + tuple(g) + tuple(gw)
-        ws_arrays = [a for a in ws if a is not None]  # layout checked in test_..._workspace
+        # layout checked in test_..._workspace; gates and hc hold dz and dL/dhc by now
+        ws_arrays = [a for a in (ws.h, ws.gates, ws.hc) if a is not None]
         if nt == 1:
             ws1 = ws_arrays
     for a, c in zip(ws_arrays, ws1):

@@ -122,7 +122,8 @@ def test_lltm_time_loop_workspace(dtype):
     x, W, b, hI, cI, dLdh, dLdhL, dLdcL = _problem(420, sL, bS, n_in, S, dtype)
     h0, hL0, cL0 = cells.lltmTimeLoop(x, W, b, hI, cI)
     h, hL, cL, ws = cells.lltmTimeLoop(x, W, b, hI, cI, return_workspace=True)
-    assert isinstance(ws, cells.LltmWorkspace) and ws._fields == ("h", "gates", "c")
+    assert isinstance(ws, cells.LltmWorkspace)
+    assert ws._fields == ("h", "gates", "c", "seq_len", "forward")
     assert ws.gates.shape == (sL, bS, 3 * S) and ws.c.shape == (sL, bS, S)
     assert ws.gates.dtype == dtype and ws.c.dtype == dtype
     for a, r in ((h, h0), (hL, hL0), (cL, cL0)):
@@ -185,7 +186,8 @@ def test_lltm_time_loop_empty_dims(dtype, sL, bS, n_in):
         assert_close(a, r, _tols(dtype)[0], name, dtype)
     ref = lltm_seq_backward(x, W, b, hI, cI, dLdh, dLdhL, dLdcL)
     for kw in ({}, {"workspace": ws}):
-        grads = cells.lltmTimeLoopBp(x, W, b, hI, cI, dLdh, dLdhL=dLdhL, dLdcL=dLdcL, **kw)
+        grads = cells.lltmTimeLoopBp(x, W, b, hI, cI, dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
+                                     seq_len=seq_len, **kw)
         assert [g.shape for g in grads] == [x.shape, W.shape, b.shape, hI.shape, cI.shape]
         for name, g, r in zip(GRAD_NAMES, grads, ref):
             assert_close(g, r, _tols(dtype)[1], name, dtype)

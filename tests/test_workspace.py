@@ -63,3 +63,22 @@ def test_backward_consumes_the_workspace(family, seq_len, forward):
     with pytest.raises(ValueError, match=r"workspace\.gates is read-only: this workspace was "
                                          r"used by .*TimeLoopBp already"):
         loop_bp(*args, dLdh, workspace=ws, **opts)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_workspace_of_other_options_is_refused(family):
+    """A workspace records seq_len and forward; a backward with other ones (which would read
+    the wrong steps' gates) is a ValueError naming the option, not a wrong gradient."""
+    make, loop, loop_bp, opts = FAMILIES[family]
+    rng = np.random.default_rng(8)
+    args, _ = make(rng, 4, 3, 5, 6)
+    dLdh = rng.standard_normal((4, 3, 6))
+    lengths = np.array([4, 1, 3])
+    for made, now, option in (({}, {"seq_len": lengths}, "seq_len"),
+                              ({"seq_len": lengths}, {"seq_len": lengths[::-1].copy()}, "seq_len"),
+                              ({}, {"forward": False}, "forward")):
+        ws = loop(*args, return_workspace=True, **opts, **made)[-1]
+        assert ws.seq_len is None if "seq_len" not in made else np.array_equal(ws.seq_len, lengths)
+        with pytest.raises(ValueError, match=f"workspace: it was made with {option}="):
+            loop_bp(*args, dLdh, workspace=ws, **opts, **now)
+
