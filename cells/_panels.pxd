@@ -39,6 +39,7 @@ cdef struct Weights:
     Py_ssize_t step, ldb, K, n, blocks
     bint transB
     void *P             # the blocks packed one after another, or NULL: BLAS multiplies B
+    size_t length       # elements of one packed block (panel.h's panel_len(K, n))
 
 
 cdef inline size_t _panel_len(const real *tag, Py_ssize_t K, Py_ssize_t n) noexcept nogil:
@@ -53,33 +54,32 @@ cdef inline Weights pack(const real *B, Py_ssize_t step, Py_ssize_t blocks, Py_s
     """Weights of `blocks` blocks op(B + k·step) [K, n], packed into memory of this thread (free
     it with release()). Out of memory, P stays NULL and times() multiplies B itself."""
     cdef Weights w
-    cdef size_t length = _panel_len(B, K, n)
     cdef Py_ssize_t k
     w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB, w.P = B, step, ldb, K, n, blocks, transB, NULL
-    if length == 0 or posix_memalign(&w.P, 64, blocks * length * sizeof(real)) != 0:
+    w.length = _panel_len(B, K, n)
+    if w.length == 0 or posix_memalign(&w.P, 64, blocks * w.length * sizeof(real)) != 0:
         w.P = NULL
         return w
     for k in range(blocks):
         if real is float:
-            cells_pack_panels_f(K, n, B + k * step, ldb, transB, <float *>w.P + k * length)
+            cells_pack_panels_f(K, n, B + k * step, ldb, transB, <float *>w.P + k * w.length)
         else:
-            cells_pack_panels_d(K, n, B + k * step, ldb, transB, <double *>w.P + k * length)
+            cells_pack_panels_d(K, n, B + k * step, ldb, transB, <double *>w.P + k * w.length)
     return w
 
 
 cdef inline void times(Py_ssize_t M, const real *A, Py_ssize_t lda, Weights w, Py_ssize_t k,
                        real beta, real *C, Py_ssize_t ldc) noexcept nogil:
     """C[M, n] = A[M, K]·op(B_k) + beta·C (beta 0: C is only written), block k of w."""
-    cdef size_t length
     if w.P == NULL:
         gemm(False, w.transB, M, w.n, w.K, 1, A, lda, <const real *>w.B + k * w.step, w.ldb,
              beta, C, ldc)
-        return
-    length = _panel_len(A, w.K, w.n)
-    if real is float:
-        cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * length, beta, C, ldc)
+    elif real is float:
+        cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * w.length, beta, C,
+                            ldc)
     else:
-        cells_gemm_panels_d(M, w.n, w.K, A, lda, <const double *>w.P + k * length, beta, C, ldc)
+        cells_gemm_panels_d(M, w.n, w.K, A, lda, <const double *>w.P + k * w.length, beta, C,
+                            ldc)
 
 
 cdef inline void project(Py_ssize_t rows,

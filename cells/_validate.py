@@ -72,17 +72,20 @@ def output_grads(sL, bS, nOut, dLdh, **final_state_grads):
             shape(name, g, (bS, nOut), "[bS, nOut]")
 
 
-def seq_len(lengths, sL, bS):
+def seq_len(lengths, sL, bS, names=("seq_len", "sL", "bS")):
     """Check a `seq_len` argument: None (every row runs all sL steps) or integers [bS] in
-    [0, sL]. Returns None or the lengths as a C-contiguous int64 array for the kernels."""
+    [0, sL]. Returns None or the lengths as a C-contiguous int64 array for the kernels.
+    `names`: what the messages call the argument, sL and bS (ONNX: sequence_lens, ...)."""
+    name, steps, batch = names
     if lengths is None:
         return None
     if not isinstance(lengths, np.ndarray) or lengths.dtype.kind not in "iu":
         kind = lengths.dtype if isinstance(lengths, np.ndarray) else type(lengths).__name__
-        raise TypeError(f"seq_len: expected None or an integer numpy.ndarray [bS], got {kind}")
-    shape("seq_len", lengths, (bS,), "[bS]")
+        raise TypeError(f"{name}: expected None or an integer numpy.ndarray [{batch}], "
+                        f"got {kind}")
+    shape(name, lengths, (bS,), f"[{batch}]")
     if bS and (lengths.min() < 0 or lengths.max() > sL):
-        raise ValueError(f"seq_len: expected values in [0, sL={sL}], "
+        raise ValueError(f"{name}: expected values in [0, {steps}={sL}], "
                          f"got values from {lengths.min()} to {lengths.max()}")
     return np.ascontiguousarray(lengths, dtype=np.int64)
 
@@ -106,11 +109,34 @@ def kernel_arrays(sL, bS, seq_len, **arrays_and_sizes):
         raise ValueError(f"internal: seq_len must be {bS} lengths in [0, {sL}]")
 
 
-def fresh_workspace(backward, **buffers):
-    """Check that a workspace's `buffers` (name=array or None), which the backward pass
-    overwrites with gradients to save memory, have not been used by one already: the first
-    backward leaves them read-only (see consume_workspace)."""
-    for name, a in buffers.items():
+def workspace(ws, kind, backward, dtype, shapes_of, arrays, consumed, **options):
+    """Check the workspace `ws` a time loop's backward pass (named `backward`, its forward being
+    the same name without "Bp") was given, before any kernel runs:
+      - it is a `kind` (GruWorkspace, ...);
+      - it was made with this call's options: each keyword names a field of ws (seq_len,
+        forward, ...) and gives this call's value; None matches only None;
+      - its `arrays` (name -> expected shape, from this call's `shapes_of` arrays) have this
+        call's dtype and shape;
+      - the buffers named in `consumed` (fields that may be None), which the backward
+        overwrites with gradients, have not been used by one already (the first leaves them
+        read-only: consume_workspace)."""
+    if not isinstance(ws, kind):
+        raise TypeError(f"workspace: expected the {kind.__name__} returned by "
+                        f"{backward[:-2]}, got {type(ws).__name__}")
+    for name, value in options.items():
+        made = getattr(ws, name)
+        if (made is None) != (value is None) or (made is not None
+                                                 and not np.array_equal(made, value)):
+            raise ValueError(f"workspace: it was made with {name}={made}, this call has "
+                             f"{name}={value}")
+    for name, expected in arrays.items():
+        a = getattr(ws, name)
+        if not isinstance(a, np.ndarray) or a.dtype != dtype:
+            raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
+                            f"{getattr(a, 'dtype', type(a).__name__)}")
+        shape(f"workspace.{name}", a, expected, f"(the shapes of this call's {shapes_of})")
+    for name in consumed:
+        a = getattr(ws, name)
         if a is None:
             continue
         if not a.flags.writeable:
@@ -127,15 +153,3 @@ def consume_workspace(*buffers):
     for a in buffers:
         if a is not None:
             a.flags.writeable = False
-
-
-def workspace_options(ws, **now):
-    """Check that the workspace `ws` was made with this call's options: each keyword names a
-    field of ws (seq_len, forward, ...) and gives this call's value; None matches only None."""
-    for name, value in now.items():
-        made = getattr(ws, name)
-        if (made is None) != (value is None) or (made is not None
-                                                 and not np.array_equal(made, value)):
-            raise ValueError(f"workspace: it was made with {name}={made}, this call has "
-                             f"{name}={value}")
-

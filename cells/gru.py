@@ -45,6 +45,11 @@ class GruWorkspace(NamedTuple):
     seq_len: Optional[np.ndarray]
     forward: bool
 
+    @property
+    def linear_before_reset(self):
+        """Which GRU made it: linear-before-reset ones keep hc."""
+        return self.hc is not None
+
 
 def gruCell(x, hI, Wx, Wh, b, *, linear_before_reset=False, n_threads=None):
     """One GRU step.
@@ -195,23 +200,12 @@ def _check_gru(x, hI, Wx, Wh, b, **grads):
 
 
 def _check_workspace(ws, dims, dtype, lbr, lengths, fwd):
-    if not isinstance(ws, GruWorkspace):
-        raise TypeError(f"workspace: expected the GruWorkspace returned by gruTimeLoop, "
-                        f"got {type(ws).__name__}")
-    if (ws.hc is not None) != lbr:
-        raise ValueError(f"workspace: it was made with linear_before_reset={ws.hc is not None}, "
-                         f"this call has linear_before_reset={lbr}")
-    check.workspace_options(ws, seq_len=lengths, forward=fwd)
     sL, bS, _, nOut = dims
-    for name, a, expected in (("h", ws.h, (sL, bS, nOut)), ("gates", ws.gates, (sL, bS, 3 * nOut)),
-                              ("hc", ws.hc, (sL, bS, nOut))):
-        if a is None:
-            continue
-        if not isinstance(a, np.ndarray) or a.dtype != dtype:
-            raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
-                            f"{getattr(a, 'dtype', type(a).__name__)}")
-        check.shape(f"workspace.{name}", a, expected, "(the shapes of this call's x and hI)")
-    check.fresh_workspace("gruTimeLoopBp", gates=ws.gates, hc=ws.hc)
+    arrays = {"h": (sL, bS, nOut), "gates": (sL, bS, 3 * nOut)}
+    if lbr:
+        arrays["hc"] = (sL, bS, nOut)
+    check.workspace(ws, GruWorkspace, "gruTimeLoopBp", dtype, "x and hI", arrays,
+                    ("gates", "hc"), linear_before_reset=lbr, seq_len=lengths, forward=fwd)
 
 
 def _block_to_gru(x, hLast, Wru, Wc, bru, bc, **grads):

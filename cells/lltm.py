@@ -196,18 +196,10 @@ def _check_lltm(names, x, W, b, hI, cI, **grads):
 
 
 def _check_workspace(ws, dims, dtype, lens, fwd):
-    if not isinstance(ws, LltmWorkspace):
-        raise TypeError(f"workspace: expected the LltmWorkspace returned by lltmTimeLoop, "
-                        f"got {type(ws).__name__}")
-    check.workspace_options(ws, seq_len=lens, forward=fwd)
     sL, bS, _, S = dims
-    for name, a, expected in (("h", ws.h, (sL, bS, S)), ("gates", ws.gates, (sL, bS, 3 * S)),
-                              ("c", ws.c, (sL, bS, S))):
-        if not isinstance(a, np.ndarray) or a.dtype != dtype:
-            raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
-                            f"{getattr(a, 'dtype', type(a).__name__)}")
-        check.shape(f"workspace.{name}", a, expected, "(the shapes of this call's x and hI)")
-    check.fresh_workspace("lltmTimeLoopBp", gates=ws.gates)
+    check.workspace(ws, LltmWorkspace, "lltmTimeLoopBp", dtype, "x and hI",
+                    {"h": (sL, bS, S), "gates": (sL, bS, 3 * S), "c": (sL, bS, S)},
+                    ("gates",), seq_len=lens, forward=fwd)
 
 
 # ---------------------------------------------------------------------------------------------

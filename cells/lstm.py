@@ -175,19 +175,11 @@ def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim, **grads):
 
 
 def _check_workspace(ws, dims, dtype, lengths, fwd, clip, peepholes):
-    if not isinstance(ws, LstmWorkspace):
-        raise TypeError(f"workspace: expected the LstmWorkspace returned by lstmLayerTimeLoop, "
-                        f"got {type(ws).__name__}")
-    check.workspace_options(ws, seq_len=lengths, forward=fwd, cell_clip=clip,
-                            peepholes=peepholes)
     sL, bS, _, nOut = dims
-    for name, a, expected in (("h", ws.h, (sL, bS, nOut)), ("c", ws.c, (sL, bS, nOut)),
-                              ("gates", ws.gates, (sL, bS, 4 * nOut))):
-        if not isinstance(a, np.ndarray) or a.dtype != dtype:
-            raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
-                            f"{getattr(a, 'dtype', type(a).__name__)}")
-        check.shape(f"workspace.{name}", a, expected, "(the shapes of this call's x and Wr)")
-    check.fresh_workspace("lstmLayerTimeLoopBp", gates=ws.gates)
+    check.workspace(ws, LstmWorkspace, "lstmLayerTimeLoopBp", dtype, "x and Wr",
+                    {"h": (sL, bS, nOut), "c": (sL, bS, nOut), "gates": (sL, bS, 4 * nOut)},
+                    ("gates",), seq_len=lengths, forward=fwd, cell_clip=clip,
+                    peepholes=peepholes)
 
 
 # ---------------------------------------------------------------------------------------------

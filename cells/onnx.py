@@ -363,22 +363,9 @@ def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **opti
     for name, a in (("W", W), ("R", R), *optional.items()):
         if a is not None:
             check.shape(name, a, *shapes[name])
-    _check_sequence_lens(lengths, seq_length, batch_size)
+    check.seq_len(lengths, seq_length, batch_size,
+                  names=("sequence_lens", "seq_length", "batch_size"))
     return dims
-
-
-def _check_sequence_lens(lengths, seq_length, batch_size):
-    """None, or integers [batch_size] in [0, seq_length] (cells' seq_len, named as ONNX's)."""
-    if lengths is None:
-        return
-    if not isinstance(lengths, np.ndarray) or lengths.dtype.kind not in "iu":
-        kind = lengths.dtype if isinstance(lengths, np.ndarray) else type(lengths).__name__
-        raise TypeError(f"sequence_lens: expected None or an integer numpy.ndarray "
-                        f"[batch_size], got {kind}")
-    check.shape("sequence_lens", lengths, (batch_size,), "[batch_size]")
-    if batch_size and (lengths.min() < 0 or lengths.max() > seq_length):
-        raise ValueError(f"sequence_lens: expected values in [0, seq_length={seq_length}], "
-                         f"got values from {lengths.min()} to {lengths.max()}")
 
 
 def _workspaces(workspace, dims):

@@ -58,6 +58,12 @@ def _call(fn, args, extra=()):
     return fn(*args.values(), *extra)
 
 
+def _upstream(fn):
+    """The extra positionals of function `fn` (by name): dLdh for the backward ones."""
+    return {"gruCellBp": (np.ones((bS, H)),),
+            "gruTimeLoopBp": (np.ones((SL, bS, H)),)}.get(fn, ())
+
+
 # ---------------------------------------------------------------------------------------------
 # the valid calls work (so every failure below is caused by the one change it makes)
 # ---------------------------------------------------------------------------------------------
@@ -101,11 +107,7 @@ def test_shape_errors_single_culprit(fn, name, shape):
     if name == "x" and seq:
         shape = (SL,) + shape if len(shape) != 3 else (1, SL, bS, N_IN)  # rank 2 / rank 4
     a[name] = np.zeros(shape)
-    extra = ()
-    if fn == "gruCellBp":
-        extra = (np.ones((bS, H)),)
-    elif fn == "gruTimeLoopBp":
-        extra = (np.ones((SL, bS, H)),)
+    extra = _upstream(fn)
     with pytest.raises(ValueError) as ei:
         _call(getattr(cells, fn), a, extra)
     _check(ei, [(name, shape)])
@@ -137,11 +139,7 @@ def test_shape_errors_mismatch(fn, name, shape, blame):
     if name == "x" and seq:
         shape = (SL,) + shape
     a[name] = np.zeros(shape)
-    extra = ()
-    if fn == "gruCellBp":
-        extra = (np.ones((bS, H)),)
-    elif fn == "gruTimeLoopBp":
-        extra = (np.ones((SL, bS, H)),)
+    extra = _upstream(fn)
     with pytest.raises(ValueError) as ei:
         _call(getattr(cells, fn), a, extra)
     _check(ei, [(n, a[n].shape) for n in blame])
@@ -228,11 +226,7 @@ def test_type_errors(fn, name, make):
     seq = fn.startswith("gruTimeLoop")
     a = _seq_args() if seq else _cell_args()
     a[name] = make(a[name])
-    extra = ()
-    if fn == "gruCellBp":
-        extra = (np.ones((bS, H)),)
-    elif fn == "gruTimeLoopBp":
-        extra = (np.ones((SL, bS, H)),)
+    extra = _upstream(fn)
     with pytest.raises(TypeError) as ei:
         _call(getattr(cells, fn), a, extra)
     _check(ei, [(name, None)])
