@@ -7,9 +7,11 @@
     lstmLayerTimeLoop, lstmLayerTimeLoopBp
     lltm_forward, lltm_backward         PyTorch's LLTM extension
     lltmTimeLoop, lltmTimeLoopBp
+    rnnCell, rnnCellBp                  the vanilla RNN (PyTorch nn.RNN, ONNX RNN): tanh or relu
+    rnnTimeLoop, rnnTimeLoopBp
 
 The time loops take seq_len (variable lengths) and forward=False (reverse direction). See
-cells.gru, cells.lstm and cells.lltm for the math, the shapes and the threading contract.
+cells.gru, cells.lstm, cells.lltm and cells.rnn for the math, the shapes and the threading contract.
 Several outputs come as a NamedTuple (GruGrads, LstmCellResult, ...): a tuple in the order the
 docstrings give, whose fields carry those names.
 
@@ -54,10 +56,26 @@ from cells.lstm import (
     lstmLayerTimeLoop,
     lstmLayerTimeLoopBp,
 )
+from cells.rnn import (
+    RnnGrads,
+    RnnTimeLoopWithWorkspace,
+    RnnWorkspace,
+    rnnCell,
+    rnnCellBp,
+    rnnTimeLoop,
+    rnnTimeLoopBp,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "RnnGrads",
+    "RnnTimeLoopWithWorkspace",
+    "RnnWorkspace",
+    "rnnCell",
+    "rnnCellBp",
+    "rnnTimeLoop",
+    "rnnTimeLoopBp",
     "LstmCellResult",
     "LstmGrads",
     "LstmTimeLoopResult",

@@ -93,25 +93,6 @@ def seq_len(lengths, sL, bS, names=("seq_len", "sL", "bS")):
     return np.ascontiguousarray(lengths, dtype=np.int64)
 
 
-def flat(a):
-    """a as a flat C-ordered view (a copy only when `a` is not C-contiguous); None stays None."""
-    return None if a is None else np.ascontiguousarray(a).reshape(-1)
-
-
-def kernel_arrays(sL, bS, seq_len, **arrays_and_sizes):
-    """The kernels' own last check, at their entry points: every flat array (name=(array, size))
-    has the number of elements the kernel indexes (None: an array the call does not use), and
-    seq_len is None or bS lengths in [0, sL]. The public functions have checked all of it already,
-    so a failure here is a bug in cells (hence "internal"); it keeps any caller of the kernels
-    from making them read or write out of bounds."""
-    for name, (a, size) in arrays_and_sizes.items():
-        if a is not None and a.shape[0] != size:
-            raise ValueError(f"internal: {name} has {a.shape[0]} elements, expected {size}")
-    if seq_len is not None and (seq_len.shape[0] != bS or
-                                any(not 0 <= seq_len[b] <= sL for b in range(bS))):
-        raise ValueError(f"internal: seq_len must be {bS} lengths in [0, {sL}]")
-
-
 def workspace(ws, kind, backward, dtype, shapes_of, arrays, consumed, **options):
     """Check the workspace `ws` a time loop's backward pass (named `backward`, its forward being
     the same name without "Bp") was given, before any kernel runs:
