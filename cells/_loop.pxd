@@ -1,8 +1,8 @@
 # One call of the time loop (cells/_time_loop.pyx): its sizes, options and named buffers.
 #
 # Notation (libnd4j's): sL steps, bS batch rows, nIn inputs, nOut units; a family has `gates`
-# gate blocks of nOut columns each, G = gates·nOut (cells/_families.pxd). Arrays are C-contiguous,
-# of the call's dtype (float or double: the fields are void * because a Cython struct cannot be
+# gate blocks of nOut columns each, G = gates·nOut (include/cells/families.h). Arrays are
+# C-contiguous, of the call's dtype (float or double: the fields are void * because a Cython struct cannot be
 # fused; the time loop casts them once). NULL marks an optional array that is not given.
 #
 # Indexing. Row b runs the loop steps t < len_b = seq_len[b] (every step without seq_len), at the
@@ -13,9 +13,11 @@
 # still multiplies).
 from libc.stdint cimport int64_t
 
+from cells._families cimport cells_step_options
+
 
 cdef struct Loop:
-    int family                  # a Family of cells/_families.pxd
+    int family                  # an enum cells_family (include/cells/families.h)
     Py_ssize_t sL, bS, nIn, nOut, G
     const int64_t *seq_len      # [bS] or NULL: every row runs all sL steps
     bint forward                # False: each row's valid steps run backwards in time
@@ -31,8 +33,7 @@ cdef struct Loop:
     const void *b               # [G]                or NULL: the input projection's bias
     const void *P               # [blocks, nOut]     or NULL: the family's own parameters
                                 #                    (GRU linear-before-reset: bh_c; LSTM: Wp)
-    double clip                 # LSTM: the cell clip, +inf for none
-    int activation              # RNN: CELLS_RNN_TANH or CELLS_RNN_RELU (include/cells/rnn.h)
+    cells_step_options options  # what some family's step reads (clip, activation)
 
     # Forward and backward
     const void *x               # [sL, bS, nIn]

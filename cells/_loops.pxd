@@ -1,7 +1,7 @@
 # Small loops of the time loop (cells/_time_loop.pyx) and the families' steps.
 from libc.stdint cimport int64_t
 
-from cells._blas cimport real, gemm
+from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm, real
 
 
 cdef inline Py_ssize_t row_len(const int64_t *seq_len, Py_ssize_t b,
@@ -69,12 +69,12 @@ cdef inline void weight_grad(bint transposed, Py_ssize_t m, Py_ssize_t n, Py_ssi
                              Py_ssize_t ldd, real beta,
                              real *W,         # [m, ldw], or [n, ldw] when transposed
                              Py_ssize_t ldw) noexcept nogil:
-    """W = Aᵀ·D + beta·W (a weight's gradient: Σ over rows of inputᵀ·gradient), or, transposed,
-    its transpose Dᵀ·A + beta·W (a weight in PyTorch's [gates, inputs] layout)."""
+    """W = Aᵀ·D + beta·W (a weight's gradient: Σ over rows of inputᵀ·gradient), or,
+    transposed, its transpose Dᵀ·A + beta·W (a weight in PyTorch's [gates, inputs] layout)."""
     if transposed:
-        gemm(True, False, n, m, rows, 1, D, ldd, A, lda, beta, W, ldw)
+        gemm(TRANSPOSED, AS_IS, n, m, rows, 1, D, ldd, A, lda, beta, W, ldw)
     else:
-        gemm(True, False, m, n, rows, 1, A, lda, D, ldd, beta, W, ldw)
+        gemm(TRANSPOSED, AS_IS, m, n, rows, 1, A, lda, D, ldd, beta, W, ldw)
 
 
 cdef inline void prev_state_product(
@@ -99,11 +99,12 @@ cdef inline void prev_state_product(
     forward, at len_b-1 in reverse, 0 for an empty row) for a product with hI."""
     cdef Py_ssize_t b, len_b
     if sL == 0:
-        weight_grad(transposed, nOut, n, 0, hI, nOut, D, ldd, 0, W, ldw)   # zeros
+        weight_grad(transposed, nOut, n, 0, hI, nOut, D, ldd, OVERWRITE, W, ldw)   # zeros
         return
     if forward:
-        weight_grad(transposed, nOut, n, bS, hI, nOut, D, ldd, 0, W, ldw)
-        weight_grad(transposed, nOut, n, (sL - 1) * bS, h, nOut, D + bS * ldd, ldd, 1, W, ldw)
+        weight_grad(transposed, nOut, n, bS, hI, nOut, D, ldd, OVERWRITE, W, ldw)
+        weight_grad(transposed, nOut, n, (sL - 1) * bS, h, nOut, D + bS * ldd, ldd, ACCUMULATE,
+                    W, ldw)
         return
     for b in range(bS):
         len_b = row_len(seq_len, b, sL)
@@ -111,5 +112,6 @@ cdef inline void prev_state_product(
             copy_units(n, D + ((len_b - 1) * bS + b) * ldd, first + b * n)
         else:
             zero_units(n, first + b * n)
-    weight_grad(transposed, nOut, n, bS, hI, nOut, first, n, 0, W, ldw)
-    weight_grad(transposed, nOut, n, (sL - 1) * bS, h + bS * nOut, nOut, D, ldd, 1, W, ldw)
+    weight_grad(transposed, nOut, n, bS, hI, nOut, first, n, OVERWRITE, W, ldw)
+    weight_grad(transposed, nOut, n, (sL - 1) * bS, h + bS * nOut, nOut, D, ldd, ACCUMULATE,
+                W, ldw)

@@ -6,7 +6,7 @@
 # Each thread packs its own columns (its gate blocks' units) into memory of its own.
 from libc.stdlib cimport free
 
-from cells._blas cimport real, gemm
+from cells._blas cimport AS_IS, OVERWRITE, real, gemm
 
 cdef extern from "stdlib.h" nogil:
     int posix_memalign(void **memptr, size_t alignment, size_t size)
@@ -32,7 +32,7 @@ cdef enum:
     PROJECT_ROWS = 96
 
 
-cdef struct Weights:
+cdef struct PackedWeights:
     # Blocks k = 0 .. blocks-1 of a weight matrix, each op(B_k) [K, n]: B_k = B + k·step is
     # [K, ldb] (transB false) or [n, ldb] read transposed (transB true).
     const void *B
@@ -49,11 +49,12 @@ cdef inline size_t _panel_len(const real *tag, Py_ssize_t K, Py_ssize_t n) noexc
         return cells_panel_len_d(K, n)
 
 
-cdef inline Weights pack(const real *B, Py_ssize_t step, Py_ssize_t blocks, Py_ssize_t K,
-                         Py_ssize_t n, Py_ssize_t ldb, bint transB) noexcept nogil:
-    """Weights of `blocks` blocks op(B + k·step) [K, n], packed into memory of this thread (free
-    it with release()). Out of memory, P stays NULL and times() multiplies B itself."""
-    cdef Weights w
+cdef inline PackedWeights pack_weights(const real *B, Py_ssize_t step, Py_ssize_t blocks,
+                                       Py_ssize_t K, Py_ssize_t n, Py_ssize_t ldb,
+                                       bint transB) noexcept nogil:
+    """The `blocks` blocks op(B + k·step) [K, n] of a weight matrix, packed into memory of this
+    thread (free it with free_packed()). Out of memory, P stays NULL and gemm_packed() multiplies B itself."""
+    cdef PackedWeights w
     cdef Py_ssize_t k
     w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB, w.P = B, step, ldb, K, n, blocks, transB, NULL
     w.length = _panel_len(B, K, n)
@@ -68,11 +69,11 @@ cdef inline Weights pack(const real *B, Py_ssize_t step, Py_ssize_t blocks, Py_s
     return w
 
 
-cdef inline void times(Py_ssize_t M, const real *A, Py_ssize_t lda, Weights w, Py_ssize_t k,
-                       real beta, real *C, Py_ssize_t ldc) noexcept nogil:
+cdef inline void gemm_packed(Py_ssize_t M, const real *A, Py_ssize_t lda, PackedWeights w,
+                             Py_ssize_t k, real beta, real *C, Py_ssize_t ldc) noexcept nogil:
     """C[M, n] = A[M, K]·op(B_k) + beta·C (beta 0: C is only written), block k of w."""
     if w.P == NULL:
-        gemm(False, w.transB, M, w.n, w.K, 1, A, lda, <const real *>w.B + k * w.step, w.ldb,
+        gemm(AS_IS, w.transB, M, w.n, w.K, 1, A, lda, <const real *>w.B + k * w.step, w.ldb,
              beta, C, ldc)
     elif real is float:
         cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * w.length, beta, C,
@@ -84,7 +85,7 @@ cdef inline void times(Py_ssize_t M, const real *A, Py_ssize_t lda, Weights w, P
 
 cdef inline void project(Py_ssize_t rows,
                          const real *A,      # [rows, lda]
-                         Py_ssize_t lda, Weights w,
+                         Py_ssize_t lda, PackedWeights w,
                          real *C,            # [rows, ldc]: block k's n columns from k·step
                          Py_ssize_t ldc, Py_ssize_t step) noexcept nogil:
     """C[:, k·step : k·step + n] = A·op(B_k) for every block k of w: an input projection of
@@ -95,9 +96,9 @@ cdef inline void project(Py_ssize_t rows,
         i0 = chunk * PROJECT_ROWS
         m = min(PROJECT_ROWS, rows - i0)
         for k in range(w.blocks):
-            times(m, A + i0 * lda, lda, w, k, 0, C + i0 * ldc + k * step, ldc)
+            gemm_packed(m, A + i0 * lda, lda, w, k, OVERWRITE, C + i0 * ldc + k * step, ldc)
 
 
-cdef inline void release(Weights *w) noexcept nogil:
+cdef inline void free_packed(PackedWeights *w) noexcept nogil:
     free(w.P)
     w.P = NULL

@@ -2,10 +2,10 @@
 and double.
 
 Every public function of cells (a cell, a time loop, a backward pass, an ONNX operator) is one
-call of `forward` or `backward` here, with sL = 1 for a cell. What a call computes is in
-cells/_loop.pxd (the sizes, options and named buffers of one call: every array's shape is
-documented there, once) and cells/_families.pxd (what a family is, and the signature of its
-steps). This module owns what is the same for every family:
+call of `forward` or `backward` here, with sL = 1 for a cell. cells/_loop.pxd holds the sizes,
+options and named buffers of one call (every array's shape is documented there, once);
+include/cells/families.h says what each family is, and include/cells/step.h what its steps do.
+This module owns what is the same for every family:
 
 Sequences: row b runs its first len_b = seq_len[b] loop steps, at time index tau =
 step_time(t, len_b, forward) (cells/_loops.pxd); past them its state is frozen and its outputs
@@ -21,20 +21,24 @@ weight gradients) are single-threaded BLAS gemms, each thread its own columns. T
 barrier only where a product needs columns that other threads wrote: once per step, twice for a
 family with a second phase (the reset-before GRU).
 
-The backward: only the dL/dh (and dL/dc) recurrence runs step by step; dL/dx = dz·op(Wx)ᵀ,
-dL/dWx = Σ xᵀ·dz, dL/dWh = Σ hPrevᵀ·d and dL/db = Σ dz are products over all steps after the loop.
-Each step's dz overwrites its gates once the step has read them: a training step takes no memory
-beyond the forward's workspace.
+The backward: only the dL/dh (and dL/dc) recurrence runs step by step; after the loop,
+dL/dx = dz·op(Wx)ᵀ, dL/dWx = Σ xᵀ·dz, dL/dWh = Σ hPrevᵀ·d and dL/db = Σ dz are products
+over all steps. Each step's dz overwrites its gates once the step has read them: a training step
+takes no memory beyond the forward's workspace.
+
+A reduction across a row's units inside a step (LayerNorm cells) would need each thread to own
+whole rows rather than a block of units: a flag in the family's table that makes this loop split
+the batch rows between threads (and multiply with every unit's columns), the steps unchanged.
 """
 cimport numpy as cnp
 from cython.parallel cimport parallel
 from libc.math cimport INFINITY
 from libc.stdint cimport int64_t
 
-from cells._blas cimport real, gemm_part
+from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm_part, real
 from cells._families cimport (
-    GRU_LINEAR_BEFORE_RESET, GRU_RESET_BEFORE, LLTM, LSTM, RNN,
-    FamilyInfo, backward_step, family_info, forward_step,
+    CELLS_GRU_LINEAR_BEFORE_RESET, CELLS_GRU_RESET_BEFORE, CELLS_LLTM, CELLS_LSTM, CELLS_RNN,
+    backward_step, cells_families, cells_family_info, forward_step,
 )
 from cells._loop cimport Loop
 from cells._loops cimport (
@@ -42,7 +46,7 @@ from cells._loops cimport (
     zero_units,
 )
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
-from cells._panels cimport Weights, pack, project, release, times
+from cells._panels cimport PackedWeights, free_packed, gemm_packed, pack_weights, project
 
 import numpy as np
 
@@ -50,11 +54,11 @@ cnp.import_array()
 
 # The families by the names the Python faces use.
 FAMILIES = {
-    "gru_reset_before": GRU_RESET_BEFORE,
-    "gru_linear_before_reset": GRU_LINEAR_BEFORE_RESET,
-    "lstm": LSTM,
-    "lltm": LLTM,
-    "rnn": RNN,
+    "gru_reset_before": CELLS_GRU_RESET_BEFORE,
+    "gru_linear_before_reset": CELLS_GRU_LINEAR_BEFORE_RESET,
+    "lstm": CELLS_LSTM,
+    "lltm": CELLS_LLTM,
+    "rnn": CELLS_RNN,
 }
 
 
@@ -62,23 +66,25 @@ FAMILIES = {
 # The weights, packed once per call
 # ---------------------------------------------------------------------------------------------
 
-cdef inline Weights pack_gate_columns(const Loop *L, const real *W, Py_ssize_t K,
-                                      Py_ssize_t blocks, Py_ssize_t j0,
-                                      Py_ssize_t n) noexcept nogil:
+cdef inline PackedWeights pack_gate_columns(const Loop *L, const real *W, Py_ssize_t K,
+                                            Py_ssize_t blocks, Py_ssize_t j0,
+                                            Py_ssize_t n) noexcept nogil:
     """The columns k·nOut + [j0, j0 + n) of op(W) [K, G], for the blocks k < blocks: what a
     thread multiplies a row of K inputs (x or h) by."""
     if L.weights_transposed:
-        return pack(W + j0 * L.ldw, L.nOut * L.ldw, blocks, K, n, L.ldw, True)
-    return pack(W + j0, L.nOut, blocks, K, n, L.ldw, False)
+        return pack_weights(W + j0 * L.ldw, L.nOut * L.ldw, blocks, K, n, L.ldw, TRANSPOSED)
+    return pack_weights(W + j0, L.nOut, blocks, K, n, L.ldw, AS_IS)
 
 
-cdef inline Weights pack_gate_rows(const Loop *L, const real *Wh, Py_ssize_t k0, Py_ssize_t k1,
-                                   Py_ssize_t j0, Py_ssize_t n) noexcept nogil:
+cdef inline PackedWeights pack_gate_rows(const Loop *L, const real *Wh, Py_ssize_t k0,
+                                         Py_ssize_t k1, Py_ssize_t j0,
+                                         Py_ssize_t n) noexcept nogil:
     """The columns [j0, j0 + n) of op(Wh)ᵀ over the gate blocks [k0, k1) ([(k1-k0)·nOut, n]):
     what a thread multiplies those blocks of a row's gradient by to get dL/d(its units)."""
+    cdef Py_ssize_t K = (k1 - k0) * L.nOut
     if L.weights_transposed:
-        return pack(Wh + k0 * L.nOut * L.ldw + j0, 0, 1, (k1 - k0) * L.nOut, n, L.ldw, False)
-    return pack(Wh + j0 * L.ldw + k0 * L.nOut, 0, 1, (k1 - k0) * L.nOut, n, L.ldw, True)
+        return pack_weights(Wh + k0 * L.nOut * L.ldw + j0, 0, 1, K, n, L.ldw, AS_IS)
+    return pack_weights(Wh + j0 * L.ldw + k0 * L.nOut, 0, 1, K, n, L.ldw, TRANSPOSED)
 
 
 cdef inline real *gate_columns(const Loop *L, real *dW, Py_ssize_t col) noexcept nogil:
@@ -97,7 +103,7 @@ cdef inline real *offset(const real *a, Py_ssize_t k) noexcept nogil:
 
 cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
     """The forward pass of L (`zero`, 0 in the call's dtype, picks the instantiation)."""
-    cdef FamilyInfo fam = family_info(L.family)
+    cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G, SB = L.sL * L.bS
     cdef const real *x = <const real *>L.x
     cdef const real *hI = <const real *>L.hI
@@ -116,17 +122,19 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
     cdef real *h = <real *>L.h
     cdef real *hL = <real *>L.hL
     cdef real *cL = <real *>L.cL
-    # Rows of the kept arrays between time indices: 0 where one step's scratch is reused.
+    # Elements between time indices of gates and aux: 0 where one step's scratch is reused.
     cdef Py_ssize_t gates_step = bS * G if L.keep else 0
     cdef Py_ssize_t aux_step = bS * nOut if L.keep and fam.aux_kept else 0
     cdef bint two_phases = fam.h_blocks < fam.gates
-    cdef Py_ssize_t j0, j1, n, k, t, bb, tau, length, e, r
+    # row: a batch row; slot = tau·bS + row: its place in the [sL, bS, ...] arrays;
+    # at = row·nOut + j0: the thread's first unit of the row in the [bS, nOut] arrays.
+    cdef Py_ssize_t j0, j1, n, k, t, row, tau, length, at, slot
     cdef const real *hcur
     cdef const real *ccur
     cdef real *hnxt
     cdef real *cnxt
     cdef ThreadUnits me
-    cdef Weights wx, wh
+    cdef PackedWeights wx, wh
     with parallel(num_threads=L.n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
@@ -135,81 +143,90 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
         # The input projection of every step at once: gx = x·op(Wx) + b, this thread's columns.
         wx = pack_gate_columns(L, Wx, L.nIn, fam.gates, j0, n)
         project(SB, x, L.nIn, wx, gx + j0, G, nOut)
-        release(&wx)
+        free_packed(&wx)
         if b != NULL:
             add_gate_bias(SB, nOut, fam.gates, j0, j1, b, gx)
 
         for t in range(sL):
             hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nOut)
-            hnxt = hs + ((t + 1) % 2) * bS * nOut
             ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
+            hnxt = hs + ((t + 1) % 2) * bS * nOut
             cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
             for k in range(fam.h_blocks):
-                times(bS, hcur, nOut, wh, k, 0, gh + k * nOut + j0, G)
-            for bb in range(bS):
-                length = row_len(L.seq_len, bb, sL)
-                e = bb * nOut + j0
+                gemm_packed(bS, hcur, nOut, wh, k, OVERWRITE, gh + k * nOut + j0, G)
+            for row in range(bS):
+                length = row_len(L.seq_len, row, sL)
+                at = row * nOut + j0
                 if t < length:
                     tau = step_time(t, length, L.forward)
-                    forward_step(L, False, n, gx + (tau * bS + bb) * G + j0, gh + bb * G + j0,
-                                 hcur + e, offset(ccur, e), offset(P, j0),
-                                 gates + tau * gates_step + bb * G + j0,
-                                 offset(aux, tau * aux_step + e), hnxt + e, offset(cnxt, e))
+                    forward_step(L.family, False, &L.options, n, nOut,
+                                 gx + (tau * bS + row) * G + j0, gh + row * G + j0, hcur + at,
+                                 offset(ccur, at), offset(P, j0),
+                                 gates + tau * gates_step + row * G + j0,
+                                 offset(aux, tau * aux_step + at), hnxt + at, offset(cnxt, at))
                     continue
                 # Past the row's end: its state is frozen, and time index t is padding.
-                copy_units(n, hcur + e, hnxt + e)
-                r = t * bS + bb
-                zero_units(n, h + r * nOut + j0)
+                slot = t * bS + row
+                copy_units(n, hcur + at, hnxt + at)
+                zero_units(n, h + slot * nOut + j0)
                 if fam.cell_state:
-                    copy_units(n, ccur + e, cnxt + e)
+                    copy_units(n, ccur + at, cnxt + at)
                 if L.keep:
                     for k in range(fam.gates):
-                        zero_units(n, gates + r * G + k * nOut + j0)
+                        zero_units(n, gates + slot * G + k * nOut + j0)
                     if fam.cell_state:
-                        zero_units(n, c + r * nOut + j0)
+                        zero_units(n, c + slot * nOut + j0)
                     if aux_step:
-                        zero_units(n, aux + r * nOut + j0)
+                        zero_units(n, aux + slot * nOut + j0)
             if two_phases:
                 cells_barrier()  # every thread's aux is in place
                 for k in range(fam.h_blocks, fam.gates):
-                    times(bS, aux, nOut, wh, k, 0, gh + k * nOut + j0, G)
-                for bb in range(bS):
-                    length = row_len(L.seq_len, bb, sL)
+                    gemm_packed(bS, aux, nOut, wh, k, OVERWRITE, gh + k * nOut + j0, G)
+                for row in range(bS):
+                    length = row_len(L.seq_len, row, sL)
                     if t < length:
                         tau = step_time(t, length, L.forward)
-                        e = bb * nOut + j0
-                        forward_step(L, True, n, gx + (tau * bS + bb) * G + j0,
-                                     gh + bb * G + j0, hcur + e, offset(ccur, e),
-                                     offset(P, j0), gates + tau * gates_step + bb * G + j0,
-                                     aux + e, hnxt + e, offset(cnxt, e))
-            for bb in range(bS):
-                length = row_len(L.seq_len, bb, sL)
+                        at = row * nOut + j0
+                        forward_step(L.family, True, &L.options, n, nOut,
+                                     gx + (tau * bS + row) * G + j0, gh + row * G + j0,
+                                     hcur + at, offset(ccur, at), offset(P, j0),
+                                     gates + tau * gates_step + row * G + j0, aux + at,
+                                     hnxt + at, offset(cnxt, at))
+            for row in range(bS):
+                length = row_len(L.seq_len, row, sL)
                 if t < length:
-                    r = step_time(t, length, L.forward) * bS + bb
-                    e = bb * nOut + j0
-                    copy_units(n, hnxt + e, h + r * nOut + j0)
+                    slot = step_time(t, length, L.forward) * bS + row
+                    at = row * nOut + j0
+                    copy_units(n, hnxt + at, h + slot * nOut + j0)
                     if L.keep and fam.cell_state:
-                        copy_units(n, cnxt + e, c + r * nOut + j0)
+                        copy_units(n, cnxt + at, c + slot * nOut + j0)
             cells_barrier()  # the new state is complete before any thread multiplies it
-        release(&wh)
+        free_packed(&wh)
 
         hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nOut)
         ccur = cI if sL == 0 else <const real *>offset(cs, (sL % 2) * bS * nOut)
-        for bb in range(bS):
-            e = bb * nOut + j0
+        for row in range(bS):
+            at = row * nOut + j0
             if hL != NULL:
-                copy_units(n, hcur + e, hL + e)
+                copy_units(n, hcur + at, hL + at)
             if cL != NULL:
-                copy_units(n, ccur + e, cL + e)
+                copy_units(n, ccur + at, cL + at)
 
 
 # ---------------------------------------------------------------------------------------------
 # Backward
 # ---------------------------------------------------------------------------------------------
 
+cdef inline Py_ssize_t prev_slot(Py_ssize_t t, Py_ssize_t tau, Py_ssize_t row, Py_ssize_t bS,
+                                 bint forward) noexcept nogil:
+    """The slot whose state a row entered loop step t > 0 with: the time index it processed at
+    loop step t-1, next to tau in loop order."""
+    return (tau - 1 if forward else tau + 1) * bS + row
+
+
 cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
     """The backward pass of L, on the workspace (h, c, gates, aux) of its forward pass."""
-    cdef FamilyInfo fam = family_info(L.family)
+    cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t sL = L.sL, bS = L.bS, nIn = L.nIn, nOut = L.nOut, G = L.G
     cdef Py_ssize_t SB = L.sL * L.bS
     cdef const real *x = <const real *>L.x
@@ -236,13 +253,13 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
     cdef real *dLdb = <real *>L.dLdb
     cdef real *dP = <real *>L.dLdP
     cdef bint two_phases = fam.h_blocks < fam.gates
-    cdef Py_ssize_t j0, j1, n, k, t, bb, tau, length, e, r, col
+    cdef Py_ssize_t j0, j1, n, k, t, row, tau, length, at, slot, prev, col  # as forward_loop's
     cdef const real *hprev
     cdef const real *cprev
     cdef const real *R
     cdef real *d
     cdef ThreadUnits me
-    cdef Weights whT, wauxT
+    cdef PackedWeights whT, wauxT
     with parallel(num_threads=L.n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
@@ -253,94 +270,93 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
         if dP != NULL:
             for k in range(fam.param_blocks):
                 zero_units(n, dP + k * nOut + j0)
-        for bb in range(bS):
-            e = bb * nOut + j0
+        for row in range(bS):
+            at = row * nOut + j0
             if dLdhL != NULL:
-                copy_units(n, dLdhL + e, dh + e)
+                copy_units(n, dLdhL + at, dh + at)
             else:
-                zero_units(n, dh + e)
+                zero_units(n, dh + at)
             if fam.cell_state:
                 if dLdcL != NULL:
-                    copy_units(n, dLdcL + e, dc + e)
+                    copy_units(n, dLdcL + at, dc + at)
                 else:
-                    zero_units(n, dc + e)
+                    zero_units(n, dc + at)
 
         for t in range(sL - 1, -1, -1):
             d = ds + (t % 2) * bS * G
-            for bb in range(bS):
-                length = row_len(L.seq_len, bb, sL)
-                e = bb * nOut + j0
+            for row in range(bS):
+                length = row_len(L.seq_len, row, sL)
+                at = row * nOut + j0
                 if t >= length:
                     # Nothing flows through a padded step: its dz (and aux) are 0, and the
                     # carried gradient passes on unchanged.
-                    r = t * bS + bb
+                    slot = t * bS + row
                     for k in range(fam.gates):
-                        zero_units(n, d + bb * G + k * nOut + j0)
-                        zero_units(n, gates + r * G + k * nOut + j0)
+                        zero_units(n, d + row * G + k * nOut + j0)
+                        zero_units(n, gates + slot * G + k * nOut + j0)
                     if fam.aux:
-                        zero_units(n, aux + r * nOut + j0)
+                        zero_units(n, aux + slot * nOut + j0)
                     continue
                 tau = step_time(t, length, L.forward)
-                r = tau * bS + bb
-                # The state entering time index tau: the initial one at the row's first step,
-                # else the one after the neighbouring time index in loop order.
-                if t == 0:
-                    hprev, cprev = hI + e, offset(cI, e)
-                else:
-                    k = (tau - 1 if L.forward else tau + 1) * bS + bb
-                    hprev, cprev = h + k * nOut + j0, offset(c, k * nOut + j0)
-                backward_step(L, False, n, offset(dLdh, r * nOut + j0),
-                              offset(dLdgates, r * G + j0), gates + r * G + j0,
-                              offset(aux, r * nOut + j0), offset(daux, e), hprev, cprev,
-                              offset(c, r * nOut + j0), offset(P, j0), d + bb * G + j0,
-                              dh + e, offset(dc, e), offset(dP, j0))
+                slot = tau * bS + row
+                # The state entering the step: the initial one at the row's first step.
+                hprev, cprev = hI + at, offset(cI, at)
+                if t > 0:
+                    prev = prev_slot(t, tau, row, bS, L.forward)
+                    hprev, cprev = h + prev * nOut + j0, offset(c, prev * nOut + j0)
+                backward_step(L.family, False, &L.options, n, nOut,
+                              offset(dLdh, slot * nOut + j0), offset(dLdgates, slot * G + j0),
+                              gates + slot * G + j0, offset(aux, slot * nOut + j0),
+                              offset(daux, at), hprev, cprev, offset(c, slot * nOut + j0),
+                              offset(P, j0), d + row * G + j0, dh + at, offset(dc, at),
+                              offset(dP, j0))
             cells_barrier()  # every thread's part of this step's d is in place
             if two_phases:
-                times(bS, d + fam.h_blocks * nOut, G, wauxT, 0, 0, daux + j0, nOut)
-                for bb in range(bS):
-                    length = row_len(L.seq_len, bb, sL)
+                gemm_packed(bS, d + fam.h_blocks * nOut, G, wauxT, 0, OVERWRITE, daux + j0, nOut)
+                for row in range(bS):
+                    length = row_len(L.seq_len, row, sL)
                     if t >= length:
                         continue
                     tau = step_time(t, length, L.forward)
-                    r = tau * bS + bb
-                    e = bb * nOut + j0
-                    if t == 0:
-                        hprev = hI + e
-                    else:
-                        hprev = h + ((tau - 1 if L.forward else tau + 1) * bS + bb) * nOut + j0
-                    backward_step(L, True, n, offset(dLdh, r * nOut + j0),
-                                  offset(dLdgates, r * G + j0), gates + r * G + j0,
-                                  aux + r * nOut + j0, daux + e, hprev, NULL, NULL,
-                                  offset(P, j0), d + bb * G + j0, dh + e, NULL,
+                    slot = tau * bS + row
+                    at = row * nOut + j0
+                    hprev = hI + at
+                    if t > 0:
+                        hprev = h + prev_slot(t, tau, row, bS, L.forward) * nOut + j0
+                    backward_step(L.family, True, &L.options, n, nOut,
+                                  offset(dLdh, slot * nOut + j0),
+                                  offset(dLdgates, slot * G + j0), gates + slot * G + j0,
+                                  aux + slot * nOut + j0, daux + at, hprev, NULL, NULL,
+                                  offset(P, j0), d + row * G + j0, dh + at, NULL,
                                   offset(dP, j0))
                 cells_barrier()  # every thread's part of d is complete
             # dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev.
-            times(bS, d, G, whT, 0, 1, dh + j0, nOut)
+            gemm_packed(bS, d, G, whT, 0, ACCUMULATE, dh + j0, nOut)
         cells_barrier()  # the dz (and aux) of every step are complete
-        release(&whT)
+        free_packed(&whT)
         if two_phases:
-            release(&wauxT)
+            free_packed(&wauxT)
 
         # dL/dx = dz·op(Wx)ᵀ, split by input columns.
-        gemm_part(me.part, me.nparts, False, not L.weights_transposed, SB, nIn, G, 1, gates, G,
-                  Wx, L.ldw, 0, dLdx, nIn)
+        gemm_part(me.part, me.nparts, AS_IS, AS_IS if L.weights_transposed else TRANSPOSED,
+                  SB, nIn, G, 1, gates, G, Wx, L.ldw, OVERWRITE, dLdx, nIn)
         # The weight and bias gradients, this thread's unit columns of each gate block (ds,
         # free now, holds each thread's rows of prev_state_product's first steps).
         for k in range(fam.gates):
             col = k * nOut + j0
             weight_grad(L.weights_transposed, nIn, n, SB, x, nIn, gates + col, G,
-                        0, gate_columns(L, dLdWx, col), L.ldw)
+                        OVERWRITE, gate_columns(L, dLdWx, col), L.ldw)
             if dLdb != NULL:
                 sum_rows(SB, n, gates + col, G, dLdb + col)
-            # The recurrent-side gradient of block k: d, which equals dz but where aux keeps it.
+            # Block k's recurrent-side gradient d: dz, except where the family keeps it in aux.
             R = aux + j0 if k == fam.aux_grad_block else gates + col
-            if k < fam.h_blocks:
+            if k < fam.h_blocks:  # dL/dWh_k = Σ hPrevᵀ·d_k
                 prev_state_product(sL, bS, nOut, n, L.seq_len, L.forward, hI, h, R,
                                    nOut if k == fam.aux_grad_block else G, ds + bS * j0,
                                    L.weights_transposed, gate_columns(L, dLdWh, col), L.ldw)
             else:  # a block that multiplies aux: dL/dWh_k = Σ auxᵀ·dz_k
                 weight_grad(L.weights_transposed, nOut, n, SB, aux, nOut, R, G,
-                            0, gate_columns(L, dLdWh, col), L.ldw)
+                            OVERWRITE, gate_columns(L, dLdWh, col), L.ldw)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,14 +384,16 @@ cdef void *data(dtype, str name, a, Py_ssize_t size, bint required=False,
     return cnp.PyArray_DATA(arr)
 
 
-cdef FamilyInfo set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn,
-                            Py_ssize_t nOut, seq_len, bint forward, int n_threads, dtype, Wx,
-                            Wh, W, P, double clip, int activation) except *:
-    """Fill in L's sizes, options and weights; return the family's FamilyInfo."""
+cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_t bS,
+                                    Py_ssize_t nIn, Py_ssize_t nOut, seq_len, bint forward,
+                                    int n_threads, dtype, Wx, Wh, W, P, double clip,
+                                    int activation) except *:
+    """Fill in L's sizes, options and weights; return the family's row of the table."""
     L.family = FAMILIES[family]
-    cdef FamilyInfo fam = family_info(L.family)
+    cdef cells_family_info fam = cells_families[L.family]
     L.sL, L.bS, L.nIn, L.nOut, L.G = sL, bS, nIn, nOut, fam.gates * nOut
-    L.forward, L.n_threads, L.clip, L.activation = forward, n_threads, clip, activation
+    L.forward, L.n_threads = forward, n_threads
+    L.options.clip, L.options.activation = clip, activation
     L.seq_len = NULL
     if seq_len is not None:
         if (not isinstance(seq_len, np.ndarray) or seq_len.dtype != np.int64
@@ -408,7 +426,7 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     scratch ([bS, ...]) and c is not given."""
     cdef Loop L
     dtype = x.dtype
-    cdef FamilyInfo fam = set_problem(&L, family, sL, bS, nIn, nOut, seq_len, forward,
+    cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, seq_len, forward,
                                       n_threads, dtype, Wx, Wh, W, P, clip, activation)
     cdef Py_ssize_t G = L.G, S = bS * nOut, steps = sL if keep else 1
     L.keep = keep
@@ -444,7 +462,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     with gradients. dLdW [G, nOut + nIn] goes with W."""
     cdef Loop L
     dtype = x.dtype
-    cdef FamilyInfo fam = set_problem(&L, family, sL, bS, nIn, nOut, seq_len, forward,
+    cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, seq_len, forward,
                                       n_threads, dtype, Wx, Wh, W, P, clip, activation)
     cdef Py_ssize_t G = L.G, S = bS * nOut, SB = sL * bS
     cdef bint two_phases = fam.h_blocks < fam.gates
@@ -483,6 +501,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
 
 def family_buffers(str family):
     """What a family's time loop keeps and needs, for the backend that allocates its arrays:
-    (gates, cell_state, aux, aux_kept, two_phases), as in cells/_families.pxd's FamilyInfo."""
-    cdef FamilyInfo fam = family_info(FAMILIES[family])
+    (gates, cell_state, aux, aux_kept, two_phases), as the family's row of the table in
+    include/cells/families.h says."""
+    cdef cells_family_info fam = cells_families[<int>FAMILIES[family]]
     return fam.gates, fam.cell_state, fam.aux, fam.aux_kept, fam.h_blocks < fam.gates

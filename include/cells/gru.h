@@ -2,7 +2,7 @@
 #ifndef CELLS_GRU_H
 #define CELLS_GRU_H
 
-#include "cells/common.h"
+#include "cells/step.h"
 
 #define CELLS_IMPL "cells/gru_impl.h"
 #include "cells/instantiate.h"

@@ -62,7 +62,7 @@ CELLS_FN void FN(gru_lbr_bp_reset)(REAL dzc, REAL dLdr, REAL r, REAL hc, REAL *d
     *dzr = (dzc * hc + dLdr) * r * (1 - r);
 }
 
-/* Row loops: one batch row, n units, for the CPU time loops (cells/_gru.pyx). Each gate block is
+/* Row loops: one batch row, n units, for the steps at the end of this file. Each gate block is
  * its own pointer, already offset to the first unit. Pointers marked "or NULL" mean a zero
  * gradient. No two pointers overlap (restrict), except that a gate may be written over its own
  * pre-activation (r over xr, ...: element j is read before it is written, in every iteration
@@ -144,4 +144,55 @@ CELLS_ROW FN(gru_lbr_bp_reset_row)(
     CELLS_SIMD
     for (ptrdiff_t j = 0; j < n; ++j)
         FN(gru_lbr_bp_reset)(dzc[j], dLdr ? dLdr[j] : 0, r[j], hc[j], &dzr[j], &dhc[j]);
+}
+
+/* The time loop's steps (cells/step.h): gates (r, u, c), and aux [nOut] per row and step. */
+
+/* Linear-before-reset: aux = hc = hPrev·Wh_c + bh_c, kept (the backward reads it); P = bh_c.
+ * The recurrent-side gradient d is [dzr | dzu | dL/dhc], dL/dhc = dzc∘r: aux keeps dL/dhc for
+ * dL/dWh_c, and dP accumulates it (dL/dbh_c). */
+CELLS_FORWARD_STEP(gru_lbr_forward) {
+    (void)o, (void)cPrev, (void)cNext;
+    FN(gru_lbr_row)(n, zx, zx + nOut, zx + 2 * nOut, zh, zh + nOut, zh + 2 * nOut, P, hPrev,
+                    g, g + nOut, g + 2 * nOut, aux, hNext);
+}
+
+CELLS_BACKWARD_STEP(gru_lbr_backward) {
+    (void)o, (void)daux, (void)cPrev, (void)c, (void)dc;
+    FN(gru_bp_state_row)(n, dLdh, CELLS_AT(dLdg, nOut), CELLS_AT(dLdg, 2 * nOut), g + nOut,
+                         g + 2 * nOut, hPrev, d + nOut, d + 2 * nOut, dh);
+    FN(copy_units)(n, d + 2 * nOut, g + 2 * nOut);    /* dzc: c is read no more */
+    FN(gru_lbr_bp_reset_row)(n, g + 2 * nOut, dLdg, g, aux, d, d + 2 * nOut);
+    FN(copy_units)(n, d, g);                          /* dzr */
+    FN(copy_units)(n, d + nOut, g + nOut);            /* dzu */
+    FN(copy_units)(n, d + 2 * nOut, aux);             /* dL/dhc */
+    FN(add_units)(n, d + 2 * nOut, dP);
+}
+
+/* Reset-before: aux = r∘hPrev, the input of the candidate's recurrent product, which the time
+ * loop multiplies in a second phase; the backward recomputes and keeps it for dL/dWh_c. */
+CELLS_FORWARD_STEP(gru_rb_forward) {
+    (void)o, (void)cPrev, (void)P, (void)hNext, (void)cNext;
+    FN(gru_rb_gates_row)(n, zx, zx + nOut, zh, zh + nOut, hPrev, g, g + nOut, aux);
+}
+
+/* The second phase: zh + 2nOut holds (r∘hPrev)·Wh_c. */
+CELLS_FORWARD_STEP(gru_rb_forward_b) {
+    (void)o, (void)zh, (void)cPrev, (void)P, (void)aux, (void)cNext;
+    FN(gru_rb_state_row)(n, zx + 2 * nOut, zh + 2 * nOut, g + nOut, hPrev, g + 2 * nOut,
+                         hNext);
+}
+
+CELLS_BACKWARD_STEP(gru_rb_backward) {
+    (void)o, (void)aux, (void)daux, (void)cPrev, (void)c, (void)P, (void)dc, (void)dP;
+    FN(gru_bp_state_row)(n, dLdh, CELLS_AT(dLdg, nOut), CELLS_AT(dLdg, 2 * nOut), g + nOut,
+                         g + 2 * nOut, hPrev, d + nOut, d + 2 * nOut, dh);
+}
+
+/* The second phase: daux = dL/d(r∘hPrev) = dzc·Wh_cᵀ. */
+CELLS_BACKWARD_STEP(gru_rb_backward_b) {
+    (void)o, (void)dLdh, (void)cPrev, (void)c, (void)P, (void)dc, (void)dP;
+    FN(gru_rb_bp_reset_row)(n, daux, dLdg, g, hPrev, d, dh, aux);
+    for (int k = 0; k < 3; ++k)
+        FN(copy_units)(n, d + k * nOut, g + k * nOut);
 }

@@ -3,7 +3,7 @@
 #ifndef CELLS_LLTM_H
 #define CELLS_LLTM_H
 
-#include "cells/common.h"
+#include "cells/step.h"
 
 #define CELLS_IMPL "cells/lltm_impl.h"
 #include "cells/instantiate.h"

@@ -32,7 +32,7 @@ CELLS_FN void FN(lltm_bp_step)(REAL g, REAL dc, REAL i, REAL o, REAL n, REAL c,
     *dcPrev = dct;
 }
 
-/* Row loops: one batch row, n units, for the CPU kernels (cells/_lltm.pyx). Each gate block is
+/* Row loops: one batch row, n units, for the steps at the end of this file. Each gate block is
  * its own pointer, already offset to the first unit; no two overlap, so the loops vectorise.
  * Pointers marked "or NULL" mean a zero gradient. */
 
@@ -71,4 +71,18 @@ CELLS_ROW FN(lltm_bp_row)(
                          &dz0[j], &dz1[j], &dz2[j], &dc[j]);
         dh[j] = 0;
     }
+}
+
+/* The time loop's steps (cells/step.h): gates (input, output, candidate) and the cell state. */
+CELLS_FORWARD_STEP(lltm_forward) {
+    (void)o, (void)hPrev, (void)P, (void)aux;
+    FN(lltm_row)(n, zx, zx + nOut, zx + 2 * nOut, zh, zh + nOut, zh + 2 * nOut, cPrev, g,
+                 g + nOut, g + 2 * nOut, cNext, hNext);
+}
+
+CELLS_BACKWARD_STEP(lltm_backward) {
+    (void)o, (void)dLdg, (void)aux, (void)daux, (void)hPrev, (void)cPrev, (void)P, (void)dP;
+    FN(lltm_bp_row)(n, dLdh, dh, dc, g, g + nOut, g + 2 * nOut, c, d, d + nOut, d + 2 * nOut);
+    for (int k = 0; k < 3; ++k)
+        FN(copy_units)(n, d + k * nOut, g + k * nOut);
 }

@@ -2,7 +2,7 @@
 #ifndef CELLS_LSTM_H
 #define CELLS_LSTM_H
 
-#include "cells/common.h"
+#include "cells/step.h"
 
 #define CELLS_IMPL "cells/lstm_impl.h"
 #include "cells/instantiate.h"

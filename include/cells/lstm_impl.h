@@ -52,7 +52,7 @@ CELLS_FN void FN(lstm_bp_step)(REAL dh, REAL dc, REAL i, REAL f, REAL g, REAL o,
     *dcPrev = dcRaw * f + *dzi * wpi + *dzf * wpf;
 }
 
-/* Row loops: one batch row, n units, for the CPU time loops (cells/_lstm.pyx). Each gate block is
+/* Row loops: one batch row, n units, for the steps at the end of this file. Each gate block is
  * its own pointer, already offset to the first unit; no two overlap, so the loops vectorise.
  * Pointers marked "or NULL" mean zero peephole weights or gradients. */
 
@@ -120,4 +120,23 @@ CELLS_ROW FN(lstm_bp_row)(
             dh[j] = 0;
         }
     }
+}
+
+/* The time loop's steps (cells/step.h): gates (i, f, g, o), the cell state, and P = the
+ * peepholes Wp [3, nOut] (i, f, o) or NULL. */
+CELLS_FORWARD_STEP(lstm_forward) {
+    (void)hPrev, (void)aux;
+    FN(lstm_row)(n, zx, zx + nOut, zx + 2 * nOut, zx + 3 * nOut, zh, zh + nOut, zh + 2 * nOut,
+                 zh + 3 * nOut, P, CELLS_AT(P, nOut), CELLS_AT(P, 2 * nOut), (REAL)o->clip,
+                 cPrev, g, g + nOut, g + 2 * nOut, g + 3 * nOut, cNext, hNext);
+}
+
+CELLS_BACKWARD_STEP(lstm_backward) {
+    (void)dLdg, (void)aux, (void)daux, (void)hPrev;
+    FN(lstm_bp_row)(n, dLdh, g, g + nOut, g + 2 * nOut, g + 3 * nOut, c, cPrev, P,
+                    CELLS_AT(P, nOut), CELLS_AT(P, 2 * nOut), (REAL)o->clip, d, d + nOut,
+                    d + 2 * nOut, d + 3 * nOut, dh, dc, dP, CELLS_AT(dP, nOut),
+                    CELLS_AT(dP, 2 * nOut));
+    for (int k = 0; k < 4; ++k)
+        FN(copy_units)(n, d + k * nOut, g + k * nOut);
 }

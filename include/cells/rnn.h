@@ -3,7 +3,7 @@
 #ifndef CELLS_RNN_H
 #define CELLS_RNN_H
 
-#include "cells/common.h"
+#include "cells/step.h"
 
 /* The activations of an RNN, as the time loop's `activation` code. */
 enum { CELLS_RNN_TANH = 0, CELLS_RNN_RELU = 1 };

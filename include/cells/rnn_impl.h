@@ -16,7 +16,7 @@ CELLS_FN REAL FN(rnn_act_grad)(int activation, REAL h) {
     return activation == CELLS_RNN_RELU ? (h > 0 ? 1 : 0) : 1 - h * h;
 }
 
-/* Row loops: one batch row, n units, for the CPU time loop (cells/_rnn_step.pxd). */
+/* Row loops: one batch row, n units, for the steps below. */
 
 /* g = h = act(zx + zh); g is the step's kept activation (the time loop's gates). */
 CELLS_ROW FN(rnn_row)(
@@ -45,4 +45,17 @@ CELLS_ROW FN(rnn_bp_row)(
         dz[j] = (dh[j] + (dLdh ? dLdh[j] : 0)) * FN(rnn_act_grad)(activation, g[j]);
         dh[j] = 0;
     }
+}
+
+/* The time loop's steps (cells/step.h): one gate block, the activation itself. */
+CELLS_FORWARD_STEP(rnn_forward) {
+    (void)nOut, (void)hPrev, (void)cPrev, (void)P, (void)aux, (void)cNext;
+    FN(rnn_row)(n, o->activation, zx, zh, g, hNext);
+}
+
+CELLS_BACKWARD_STEP(rnn_backward) {
+    (void)nOut, (void)dLdg, (void)aux, (void)daux, (void)hPrev, (void)cPrev, (void)c, (void)P,
+        (void)dc, (void)dP;
+    FN(rnn_bp_row)(n, o->activation, dLdh, g, d, dh);
+    FN(copy_units)(n, d, g);
 }
