@@ -7,15 +7,24 @@
     lstmLayerTimeLoop, lstmLayerTimeLoopBp
     lltm_forward, lltm_backward         PyTorch's LLTM extension
     lltmTimeLoop, lltmTimeLoopBp
+    rnnCell, rnnCellBp                  the vanilla RNN (PyTorch nn.RNN, ONNX RNN): tanh or relu
+    rnnTimeLoop, rnnTimeLoopBp
 
 The time loops take seq_len (variable lengths) and forward=False (reverse direction). See
-cells.gru, cells.lstm and cells.lltm for the math, the shapes and the threading contract.
+cells.gru, cells.lstm, cells.lltm and cells.rnn for the math, the shapes and the threading contract.
+Several outputs come as a NamedTuple (GruGrads, LstmCellResult, ...): a tuple in the order the
+docstrings give, whose fields carry those names.
 
     cells.convert                       weight layouts of PyTorch, Keras, ONNX, the block GRU cell
     cells.onnx                          ONNX's GRU and LSTM operators, and their gradients
 """
 from cells import convert, onnx
 from cells.gru import (
+    GruBlockCellResult,
+    GruBlockGrads,
+    GruCellResult,
+    GruGrads,
+    GruTimeLoopWithWorkspace,
     GruWorkspace,
     gruBlockCell,
     gruBlockCellBp,
@@ -25,29 +34,62 @@ from cells.gru import (
     gruTimeLoopBp,
 )
 from cells.lltm import (
+    LltmCellGrads,
+    LltmCellResult,
+    LltmGrads,
+    LltmTimeLoopResult,
+    LltmTimeLoopWithWorkspace,
     LltmWorkspace,
     lltm_backward,
     lltm_forward,
     lltmTimeLoop,
     lltmTimeLoopBp,
 )
-
 from cells.lstm import (
+    LstmCellResult,
+    LstmGrads,
+    LstmTimeLoopResult,
+    LstmTimeLoopWithWorkspace,
     LstmWorkspace,
     lstmLayerCell,
     lstmLayerCellBp,
     lstmLayerTimeLoop,
     lstmLayerTimeLoopBp,
 )
+from cells.rnn import (
+    RnnGrads,
+    RnnTimeLoopWithWorkspace,
+    RnnWorkspace,
+    rnnCell,
+    rnnCellBp,
+    rnnTimeLoop,
+    rnnTimeLoopBp,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "RnnGrads",
+    "RnnTimeLoopWithWorkspace",
+    "RnnWorkspace",
+    "rnnCell",
+    "rnnCellBp",
+    "rnnTimeLoop",
+    "rnnTimeLoopBp",
+    "LstmCellResult",
+    "LstmGrads",
+    "LstmTimeLoopResult",
+    "LstmTimeLoopWithWorkspace",
     "LstmWorkspace",
     "lstmLayerCell",
     "lstmLayerCellBp",
     "lstmLayerTimeLoop",
     "lstmLayerTimeLoopBp",
+    "GruBlockCellResult",
+    "GruBlockGrads",
+    "GruCellResult",
+    "GruGrads",
+    "GruTimeLoopWithWorkspace",
     "GruWorkspace",
     "gruBlockCell",
     "gruBlockCellBp",
@@ -55,6 +97,11 @@ __all__ = [
     "gruCellBp",
     "gruTimeLoop",
     "gruTimeLoopBp",
+    "LltmCellGrads",
+    "LltmCellResult",
+    "LltmGrads",
+    "LltmTimeLoopResult",
+    "LltmTimeLoopWithWorkspace",
     "LltmWorkspace",
     "lltm_backward",
     "lltm_forward",

@@ -1,4 +1,4 @@
-# Small loops shared by the kernels of every cell family (GRU, LSTM, LLTM).
+# Small loops of the time loop (cells/_time_loop.pyx) and the families' steps.
 from libc.stdint cimport int64_t
 
 from cells._blas cimport real, gemm
@@ -42,6 +42,12 @@ cdef inline void copy_units(Py_ssize_t n, const real *src, real *dst) noexcept n
         dst[j] = src[j]
 
 
+cdef inline void add_units(Py_ssize_t n, const real *src, real *dst) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(n):
+        dst[j] += src[j]
+
+
 cdef inline void add_gate_bias(Py_ssize_t rows, Py_ssize_t nOut, Py_ssize_t ngates,
                                Py_ssize_t j0, Py_ssize_t j1,
                                const real *b,  # [ngates·nOut]
@@ -56,17 +62,19 @@ cdef inline void add_gate_bias(Py_ssize_t rows, Py_ssize_t nOut, Py_ssize_t ngat
                 A[i * G + j] += b[j]
 
 
-cdef inline void _state_product(bint transposed, Py_ssize_t nOut, Py_ssize_t n, Py_ssize_t rows,
-                                const real *hs,  # [rows, nOut]
-                                const real *D,   # [rows, ldd] (n columns used)
-                                Py_ssize_t ldd, real beta,
-                                real *W,         # [nOut, ldw], or [n, ldw] when transposed
-                                Py_ssize_t ldw) noexcept nogil:
-    """W = hsᵀ·D + beta·W, or its transpose Dᵀ·hs + beta·W."""
+cdef inline void weight_grad(bint transposed, Py_ssize_t m, Py_ssize_t n, Py_ssize_t rows,
+                             const real *A,   # [rows, lda] (m columns used)
+                             Py_ssize_t lda,
+                             const real *D,   # [rows, ldd] (n columns used)
+                             Py_ssize_t ldd, real beta,
+                             real *W,         # [m, ldw], or [n, ldw] when transposed
+                             Py_ssize_t ldw) noexcept nogil:
+    """W = Aᵀ·D + beta·W (a weight's gradient: Σ over rows of inputᵀ·gradient), or, transposed,
+    its transpose Dᵀ·A + beta·W (a weight in PyTorch's [gates, inputs] layout)."""
     if transposed:
-        gemm(True, False, n, nOut, rows, 1, D, ldd, hs, nOut, beta, W, ldw)
+        gemm(True, False, n, m, rows, 1, D, ldd, A, lda, beta, W, ldw)
     else:
-        gemm(True, False, nOut, n, rows, 1, hs, nOut, D, ldd, beta, W, ldw)
+        gemm(True, False, m, n, rows, 1, A, lda, D, ldd, beta, W, ldw)
 
 
 cdef inline void prev_state_product(
@@ -91,11 +99,11 @@ cdef inline void prev_state_product(
     forward, at len_b-1 in reverse, 0 for an empty row) for a product with hI."""
     cdef Py_ssize_t b, len_b
     if sL == 0:
-        _state_product(transposed, nOut, n, 0, hI, D, ldd, 0, W, ldw)   # zeros
+        weight_grad(transposed, nOut, n, 0, hI, nOut, D, ldd, 0, W, ldw)   # zeros
         return
     if forward:
-        _state_product(transposed, nOut, n, bS, hI, D, ldd, 0, W, ldw)
-        _state_product(transposed, nOut, n, (sL - 1) * bS, h, D + bS * ldd, ldd, 1, W, ldw)
+        weight_grad(transposed, nOut, n, bS, hI, nOut, D, ldd, 0, W, ldw)
+        weight_grad(transposed, nOut, n, (sL - 1) * bS, h, nOut, D + bS * ldd, ldd, 1, W, ldw)
         return
     for b in range(bS):
         len_b = row_len(seq_len, b, sL)
@@ -103,5 +111,5 @@ cdef inline void prev_state_product(
             copy_units(n, D + ((len_b - 1) * bS + b) * ldd, first + b * n)
         else:
             zero_units(n, first + b * n)
-    _state_product(transposed, nOut, n, bS, hI, first, n, 0, W, ldw)
-    _state_product(transposed, nOut, n, (sL - 1) * bS, h + bS * nOut, D, ldd, 1, W, ldw)
+    weight_grad(transposed, nOut, n, bS, hI, nOut, first, n, 0, W, ldw)
+    weight_grad(transposed, nOut, n, (sL - 1) * bS, h + bS * nOut, nOut, D, ldd, 1, W, ldw)

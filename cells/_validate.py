@@ -5,6 +5,8 @@ kind of object or dtype, a ValueError for a wrong shape or value.
 """
 import numpy as np
 
+from cells import _backend
+
 REAL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 # scipy's BLAS takes 32-bit int sizes: every matrix dimension handed to it must fit.
@@ -12,18 +14,19 @@ MAX_GEMM_DIM = 2**31 - 1
 
 
 def real_arrays(optional=(), **arrays):
-    """Check that every argument is a float32 or float64 ndarray, all of one dtype; the names in
-    `optional` may also be None.
+    """Check that every argument is a float32 or float64 array, all of one dtype and one kind
+    (NumPy or CuPy); the names in `optional` may also be None.
 
-    Returns that dtype. No array is converted: a list, None for a required array, an integer
-    array or a mix of float32 and float64 is a TypeError naming the argument.
+    Returns the backend that runs the call (cells._backend.select). No array is converted: a
+    list, None for a required array, an integer array, a mix of float32 and float64 or of NumPy
+    and CuPy arrays is a TypeError naming the argument.
     """
     dtype = None
     first = None
     for name, a in arrays.items():
         if a is None and name in optional:
             continue
-        if not isinstance(a, np.ndarray):
+        if not (isinstance(a, np.ndarray) or _backend.on_gpu(a)):
             raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
         if a.dtype not in REAL_DTYPES:
             raise TypeError(f"{name}: expected dtype float32 or float64, got {a.dtype}")
@@ -33,7 +36,7 @@ def real_arrays(optional=(), **arrays):
             raise TypeError(
                 f"{name}: expected dtype {dtype} (the dtype of {first}), got {a.dtype}"
             )
-    return dtype
+    return _backend.select(**arrays)
 
 
 def shape(name, a, expected, meaning):
@@ -88,25 +91,6 @@ def seq_len(lengths, sL, bS, names=("seq_len", "sL", "bS")):
         raise ValueError(f"{name}: expected values in [0, {steps}={sL}], "
                          f"got values from {lengths.min()} to {lengths.max()}")
     return np.ascontiguousarray(lengths, dtype=np.int64)
-
-
-def flat(a):
-    """a as a flat C-ordered view (a copy only when `a` is not C-contiguous); None stays None."""
-    return None if a is None else np.ascontiguousarray(a).reshape(-1)
-
-
-def kernel_arrays(sL, bS, seq_len, **arrays_and_sizes):
-    """The kernels' own last check, at their entry points: every flat array (name=(array, size))
-    has the number of elements the kernel indexes (None: an array the call does not use), and
-    seq_len is None or bS lengths in [0, sL]. The public functions have checked all of it already,
-    so a failure here is a bug in cells (hence "internal"); it keeps any caller of the kernels
-    from making them read or write out of bounds."""
-    for name, (a, size) in arrays_and_sizes.items():
-        if a is not None and a.shape[0] != size:
-            raise ValueError(f"internal: {name} has {a.shape[0]} elements, expected {size}")
-    if seq_len is not None and (seq_len.shape[0] != bS or
-                                any(not 0 <= seq_len[b] <= sL for b in range(bS))):
-        raise ValueError(f"internal: seq_len must be {bS} lengths in [0, {sL}]")
 
 
 def workspace(ws, kind, backward, dtype, shapes_of, arrays, consumed, **options):

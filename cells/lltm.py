@@ -19,9 +19,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from cells import _lltm
 from cells import _validate as check
-from cells._threads import resolve_n_threads, sequential_blas
+from cells._threads import resolve_n_threads
 
 
 class LltmWorkspace(NamedTuple):
@@ -46,6 +45,60 @@ class LltmWorkspace(NamedTuple):
     forward: bool
 
 
+class LltmCellResult(NamedTuple):
+    """lltm_forward's outputs: new_h, new_cell, input_gate, output_gate, candidate_cell [B, S];
+    X = [old_h, input] [B, S+nIn]; gate_weights [B, 3S], the pre-activations."""
+
+    new_h: np.ndarray
+    new_cell: np.ndarray
+    input_gate: np.ndarray
+    output_gate: np.ndarray
+    candidate_cell: np.ndarray
+    X: np.ndarray
+    gate_weights: np.ndarray
+
+
+class LltmCellGrads(NamedTuple):
+    """The gradients lltm_backward returns: d_old_h [B, S], d_input [B, nIn],
+    d_weights [3S, S+nIn], d_bias [3S], d_old_cell [B, S]."""
+
+    d_old_h: np.ndarray
+    d_input: np.ndarray
+    d_weights: np.ndarray
+    d_bias: np.ndarray
+    d_old_cell: np.ndarray
+
+
+class LltmTimeLoopResult(NamedTuple):
+    """lltmTimeLoop's outputs: h [sL, bS, S] every step's output, hL and cL [bS, S] the final
+    states."""
+
+    h: np.ndarray
+    hL: np.ndarray
+    cL: np.ndarray
+
+
+class LltmTimeLoopWithWorkspace(NamedTuple):
+    """lltmTimeLoop(..., return_workspace=True)'s outputs: h, hL, cL as LltmTimeLoopResult, and
+    the LltmWorkspace for lltmTimeLoopBp."""
+
+    h: np.ndarray
+    hL: np.ndarray
+    cL: np.ndarray
+    workspace: LltmWorkspace
+
+
+class LltmGrads(NamedTuple):
+    """The gradients lltmTimeLoopBp returns, the weights' summed over time: dLdx [sL, bS, nIn],
+    dLdW [3S, S+nIn], dLdb [3S], dLdhI and dLdcI [bS, S]."""
+
+    dLdx: np.ndarray
+    dLdW: np.ndarray
+    dLdb: np.ndarray
+    dLdhI: np.ndarray
+    dLdcI: np.ndarray
+
+
 # ---------------------------------------------------------------------------------------------
 # The tutorial's cell
 # ---------------------------------------------------------------------------------------------
@@ -54,22 +107,19 @@ def lltm_forward(input, weights, bias, old_h, old_cell, *, n_threads=None):
     """One LLTM step, as the tutorial's lltm_forward.
 
     input [B, nIn], weights [3S, S+nIn], bias [3S], old_h [B, S], old_cell [B, S].
-    Returns (new_h, new_cell, input_gate, output_gate, candidate_cell, X, gate_weights):
-    the first five [B, S]; X = [old_h, input] [B, S+nIn]; gate_weights = X·weightsᵀ + bias
-    [B, 3S], the pre-activations.
+    Returns an LltmCellResult (new_h, new_cell, input_gate, output_gate, candidate_cell, X,
+    gate_weights): the first five [B, S]; X = [old_h, input] [B, S+nIn];
+    gate_weights = X·weightsᵀ + bias [B, 3S], the pre-activations.
     """
-    check.real_arrays(input=input, old_h=old_h)
-    check.ndim("input", input, 2, "[B, nIn]")
-    check.ndim("old_h", old_h, 2, "[B, S]")
-    dims = _check_lltm(_CELL_NAMES, input[None], weights, bias, old_h, old_cell)
+    backend, dims = _check_lltm(_CELL_NAMES, 2, input, weights, bias, old_h, old_cell)
     _, B, _, S = dims
-    dtype = input.dtype
-    gate_weights = np.empty((B, 3 * S), dtype)
-    _, new_h, new_cell, ws = _forward(dims, input[None], weights, bias, old_h, old_cell, None,
-                                      True, True, resolve_n_threads(n_threads), z=gate_weights)
-    i, o, n = (ws.gates[0, :, k * S:(k + 1) * S].copy() for k in range(3))
+    gate_weights = backend.empty((B, 3 * S), input.dtype)
+    _, new_h, new_cell, gates, _ = backend.lltm_forward(
+        dims, input[None], weights, bias, old_h, old_cell, None, True, True,
+        resolve_n_threads(n_threads), z=gate_weights)
+    i, o, n = (gates[0, :, k * S:(k + 1) * S].copy() for k in range(3))
     X = np.concatenate([old_h, input], axis=1)
-    return new_h, new_cell, i, o, n, X, gate_weights
+    return LltmCellResult(new_h, new_cell, i, o, n, X, gate_weights)
 
 
 def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidate_cell, X,
@@ -77,19 +127,19 @@ def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidat
     """Gradients of one LLTM step, as the tutorial's lltm_backward (without its mistakes).
 
     grad_h, grad_cell [B, S]: the gradients arriving at new_h and new_cell; the other arguments
-    are lltm_forward's outputs and weights [3S, S+nIn]. Returns (d_old_h [B, S], d_input
-    [B, nIn], d_weights [3S, S+nIn], d_bias [3S], d_old_cell [B, S]); d_bias has bias's shape
-    (the tutorial's [1, 3S] is summed to it by autograd anyway), and
+    are lltm_forward's outputs and weights [3S, S+nIn]. Returns an LltmCellGrads
+    (d_old_h [B, S], d_input [B, nIn], d_weights [3S, S+nIn], d_bias [3S], d_old_cell [B, S]);
+    d_bias has bias's shape (the tutorial's [1, 3S] is summed to it by autograd anyway), and
     d_old_cell = grad_cell + grad_h∘o∘(1 - tanh²(new_cell)).
 
     elu'(z2) is taken from candidate_cell n = elu(z2): n + 1 = e^z2 where n <= 0, 1 where n > 0
     (1 at z2 = 0, as PyTorch autograd). gate_weights is checked for shape only: the
     candidate_cell it produced carries all the backward needs of it.
     """
-    check.real_arrays(grad_h=grad_h, grad_cell=grad_cell, new_cell=new_cell,
-                      input_gate=input_gate, output_gate=output_gate,
-                      candidate_cell=candidate_cell, X=X, gate_weights=gate_weights,
-                      weights=weights)
+    backend = check.real_arrays(grad_h=grad_h, grad_cell=grad_cell, new_cell=new_cell,
+                                input_gate=input_gate, output_gate=output_gate,
+                                candidate_cell=candidate_cell, X=X, gate_weights=gate_weights,
+                                weights=weights)
     check.ndim("grad_h", grad_h, 2, "[B, S]")
     check.ndim("X", X, 2, "[B, S+nIn]")
     B, S = grad_h.shape
@@ -108,11 +158,11 @@ def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidat
     hI = X[:, :S]
     gates = np.concatenate([input_gate, output_gate, candidate_cell], axis=1)[None]
     # h (the outputs of earlier steps) is never read with one step: hI stands in for it.
-    ws = LltmWorkspace(hI, gates, new_cell[None], None, True)
-    dLdx, dLdW, dLdb, dLdhI, dLdcI = _backward(
-        dims, X[None, :, S:], weights, hI, None, True, ws, None, grad_h, grad_cell,
+    saved = hI, gates, new_cell[None]
+    dLdx, dLdW, dLdb, dLdhI, dLdcI = backend.lltm_backward(
+        dims, X[None, :, S:], weights, hI, None, True, saved, None, grad_h, grad_cell,
         resolve_n_threads(n_threads))
-    return dLdhI, dLdx[0], dLdW, dLdb, dLdcI
+    return LltmCellGrads(dLdhI, dLdx[0], dLdW, dLdb, dLdcI)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,16 +178,21 @@ def lltmTimeLoop(x, W, b, hI, cI, *, seq_len=None, forward=True, return_workspac
     seq_len[b] time steps (forward=False: those steps from the last to the first); its outputs
     at later time indices are 0 and its final states are those after its last valid step (hI,
     cI when seq_len[b] = 0).
-    Returns (h [sL, bS, S] every step's output, hL, cL [bS, S] the final states); with
-    return_workspace=True returns (h, hL, cL, workspace), the LltmWorkspace that lets
-    lltmTimeLoopBp skip recomputing this forward pass.
+    Returns an LltmTimeLoopResult (h [sL, bS, S] every step's output, hL, cL [bS, S] the final
+    states); with return_workspace=True returns an LltmTimeLoopWithWorkspace
+    (h, hL, cL, workspace), the LltmWorkspace that lets lltmTimeLoopBp skip recomputing this
+    forward pass.
     """
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
-    dims = _check_sequence(x, W, b, hI, cI)
+    backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI)
     lens = check.seq_len(seq_len, dims[0], dims[1])
-    h, hL, cL, ws = _forward(dims, x, W, b, hI, cI, lens, fwd, keep, resolve_n_threads(n_threads))
-    return (h, hL, cL, ws) if keep else (h, hL, cL)
+    h, hL, cL, gates, c = backend.lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep,
+                                               resolve_n_threads(n_threads))
+    if not keep:
+        return LltmTimeLoopResult(h, hL, cL)
+    ws = LltmWorkspace(h, gates, c, None if lens is None else lens.copy(), fwd)
+    return LltmTimeLoopWithWorkspace(h, hL, cL, ws)
 
 
 def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=None, forward=True,
@@ -147,18 +202,22 @@ def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=Non
     dLdh [sL, bS, S] is the gradient arriving at every step's output, dLdhL and dLdcL [bS, S]
     those arriving at the final states (each may be None: no gradient). `workspace`, from
     lltmTimeLoop(..., return_workspace=True) on the same inputs, skips recomputing the forward.
-    Returns (dLdx [sL, bS, nIn], dLdW [3S, S+nIn], dLdb [3S], dLdhI [bS, S], dLdcI [bS, S]); the
-    weight gradients are summed over time, and nothing flows through padded steps.
+    Returns an LltmGrads (dLdx [sL, bS, nIn], dLdW [3S, S+nIn], dLdb [3S], dLdhI [bS, S],
+    dLdcI [bS, S]); the weight gradients are summed over time, and nothing flows through padded
+    steps.
     """
     fwd = check.flag("forward", forward)
-    dims = _check_sequence(x, W, b, hI, cI, dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
+    backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI, dLdh=dLdh, dLdhL=dLdhL,
+                                dLdcL=dLdcL)
     sL, bS, nIn, S = dims
     check.output_grads(sL, bS, S, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
     lens = check.seq_len(seq_len, sL, bS)
+    saved = None
     if workspace is not None:
         _check_workspace(workspace, dims, x.dtype, lens, fwd)
-    return _backward(dims, x, W, hI, cI, fwd, workspace, dLdh, dLdhL, dLdcL,
-                     resolve_n_threads(n_threads), b=b, lens=lens)
+        saved = workspace.h, workspace.gates, workspace.c
+    return LltmGrads(*backend.lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL,
+                                            resolve_n_threads(n_threads), b=b, lens=lens))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,26 +232,23 @@ _SEQ_NAMES = (("x", "[sL, bS, nIn]"), ("W", "[3S, S+nIn]"), ("b", "[3S]"), ("hI"
               ("cI", "[bS, S]"))
 
 
-def _check_sequence(x, W, b, hI, cI, **grads):
-    check.real_arrays(optional=grads, x=x, hI=hI, **grads)
-    check.ndim("x", x, 3, "[sL, bS, nIn]")
-    check.ndim("hI", hI, 2, "[bS, S]")
-    return _check_lltm(_SEQ_NAMES, x, W, b, hI, cI, **grads)
-
-
-def _check_lltm(names, x, W, b, hI, cI, **grads):
-    """Check W, b, cI against x [sL, bS, nIn] and hI [bS, S] (ranks already checked); return
-    (sL, bS, nIn, S). `names` gives each argument's public name and shape."""
-    (nx, _), (nW, mW), (nb, mb), (nh, mh), (nc, mc) = names
-    check.real_arrays(optional=grads, **{nx: x, nW: W, nb: b, nh: hI, nc: cI}, **grads)
-    sL, bS, nIn = x.shape
+def _check_lltm(names, x_ndim, x, W, b, hI, cI, **grads):
+    """Check every array, the gradients `grads` among them (each may be None), against
+    x [sL, bS, nIn] (a cell's [B, nIn] when x_ndim = 2) and hI [bS, S]; return
+    (backend, (sL, bS, nIn, S)) with sL = 1 for a cell. `names` gives each argument's public
+    name and shape."""
+    (nx, mx), (nW, mW), (nb, mb), (nh, mh), (nc, mc) = names
+    backend = check.real_arrays(optional=grads, **{nx: x, nW: W, nb: b, nh: hI, nc: cI}, **grads)
+    check.ndim(nx, x, x_ndim, mx)
+    check.ndim(nh, hI, 2, mh)
+    sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
     S = hI.shape[1]
     check.shape(nh, hI, (bS, S), f"{mh} (B from {nx})")
     check.shape(nc, cI, (bS, S), f"{mc} (like {nh})")
     check.shape(nW, W, (3 * S, S + nIn), mW)
     check.shape(nb, b, (3 * S,), mb)
     check.gemm_dims(**{"sL*bS": sL * bS, "S+nIn": S + nIn, "3S": 3 * S})
-    return sL, bS, nIn, S
+    return backend, (sL, bS, nIn, S)
 
 
 def _check_workspace(ws, dims, dtype, lens, fwd):
@@ -200,53 +256,3 @@ def _check_workspace(ws, dims, dtype, lens, fwd):
     check.workspace(ws, LltmWorkspace, "lltmTimeLoopBp", dtype, "x and hI",
                     {"h": (sL, bS, S), "gates": (sL, bS, 3 * S), "c": (sL, bS, S)},
                     ("gates",), seq_len=lens, forward=fwd)
-
-
-# ---------------------------------------------------------------------------------------------
-# Calls into the kernels (cells/_lltm.pyx)
-# ---------------------------------------------------------------------------------------------
-
-def _forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
-    """Run the forward kernel; return (h, hL, cL, LltmWorkspace or None). z, when given, is a
-    [bS, 3S] array that receives the pre-activations of the last step (all rows active)."""
-    sL, bS, nIn, S = dims
-    G, dtype = 3 * S, x.dtype
-    gates = np.empty((sL if keep else 1, bS, G), dtype)
-    c = np.empty((sL, bS, S), dtype) if keep else None
-    h = np.empty((sL, bS, S), dtype)
-    hL = np.empty((bS, S), dtype)
-    cL = np.empty((bS, S), dtype)
-    z = np.empty((bS, G), dtype) if z is None else z
-    f = check.flat
-    # Training: every step's gates overwrite its own input projection, so gx needs no memory.
-    gx = f(gates) if keep else np.empty(sL * bS * G, dtype)
-    with sequential_blas():
-        _lltm.lltm_forward(
-            fwd, sL, bS, nIn, S, f(x), f(W), f(b), f(hI), f(cI), lens, gx, f(z),
-            np.empty(2 * bS * S, dtype), np.empty(2 * bS * S, dtype), f(gates), f(c), keep,
-            f(h), f(hL), f(cL), n_threads)
-    if not keep:
-        return h, hL, cL, None
-    return h, hL, cL, LltmWorkspace(h, gates, c, None if lens is None else lens.copy(), fwd)
-
-
-def _backward(dims, x, W, hI, cI, fwd, ws, dLdh, dLdhL, dLdcL, n_threads, b=None, lens=None):
-    """Run the backward kernel (after the forward one, on b and cI, when `ws` is None); return
-    (dLdx, dLdW, dLdb, dLdhI, dLdcI)."""
-    sL, bS, nIn, S = dims
-    G, dtype = 3 * S, x.dtype
-    if ws is None:
-        _, _, _, ws = _forward(dims, x, W, b, hI, cI, lens, fwd, True, n_threads)
-    dLdx = np.empty((sL, bS, nIn), dtype)
-    dLdW = np.empty((G, S + nIn), dtype)
-    dLdb = np.empty(G, dtype)
-    dLdhI = np.empty((bS, S), dtype)
-    dLdcI = np.empty((bS, S), dtype)
-    f = check.flat
-    with sequential_blas():
-        _lltm.lltm_backward(
-            fwd, sL, bS, nIn, S, f(x), f(W), f(hI), lens, f(ws.h), f(ws.gates), f(ws.c),
-            f(dLdh), f(dLdhL), f(dLdcL), np.empty(2 * bS * G, dtype),
-            f(dLdx), f(dLdW), dLdb, f(dLdhI), f(dLdcI), n_threads)
-    check.consume_workspace(ws.gates)
-    return dLdx, dLdW, dLdb, dLdhI, dLdcI

@@ -1,6 +1,9 @@
-# The LSTM row functions of include/cells/lstm.h (one batch row, n units, each gate block its
-# own pointer), dispatched on the fused type `real`. Their math is documented there.
+# The LSTM's step of the time loop (cells/_families.pxd says what a step is): the row functions
+# of include/cells/lstm.h (one batch row, n units, each gate block its own pointer; their math is
+# documented there), dispatched on the fused type `real`.
 from cells._blas cimport real
+from cells._loop cimport Loop
+from cells._loops cimport copy_units
 
 cdef extern from "cells/lstm.h" nogil:
     void cells_lstm_row_f(Py_ssize_t n, const float *xi, const float *xf, const float *xg,
@@ -52,3 +55,27 @@ cdef inline void lstm_bp_row(Py_ssize_t n, const real *dLdh, const real *i, cons
     else:
         cells_lstm_bp_row_d(n, dLdh, i, f, g, o, c, cPrev, wpi, wpf, wpo, clip,
                             dzi, dzf, dzg, dzo, dh, dc, dwpi, dwpf, dwpo)
+
+
+# Gates (i, f, g, o) and the cell state; P = the peepholes Wp [3, nOut] (i, f, o) or NULL.
+
+cdef inline void lstm_forward(const Loop *L, Py_ssize_t n, const real *zx, real *zh,
+                              const real *hPrev, const real *cPrev, const real *P, real *g,
+                              real *aux, real *hNext, real *cNext) noexcept nogil:
+    cdef Py_ssize_t H = L.nOut
+    lstm_row(n, zx, zx + H, zx + 2 * H, zx + 3 * H, zh, zh + H, zh + 2 * H, zh + 3 * H,
+             P, P + H if P != NULL else NULL, P + 2 * H if P != NULL else NULL, <real>L.clip,
+             cPrev, g, g + H, g + 2 * H, g + 3 * H, cNext, hNext)
+
+
+cdef inline void lstm_backward(const Loop *L, Py_ssize_t n, const real *dLdh, const real *dLdg,
+                               real *g, real *aux, const real *daux, const real *hPrev,
+                               const real *cPrev, const real *c, const real *P, real *d,
+                               real *dh, real *dc, real *dP) noexcept nogil:
+    cdef Py_ssize_t H = L.nOut, k
+    lstm_bp_row(n, dLdh, g, g + H, g + 2 * H, g + 3 * H, c, cPrev,
+                P, P + H if P != NULL else NULL, P + 2 * H if P != NULL else NULL, <real>L.clip,
+                d, d + H, d + 2 * H, d + 3 * H, dh, dc,
+                dP, dP + H if dP != NULL else NULL, dP + 2 * H if dP != NULL else NULL)
+    for k in range(4):
+        copy_units(n, d + k * H, g + k * H)

@@ -1,6 +1,9 @@
-# The GRU row functions of include/cells/gru.h (one batch row, n units, each gate block its
-# own pointer), dispatched on the fused type `real`. Their math is documented there.
+# The GRU's step of the time loop (cells/_families.pxd says what a step is): the row functions
+# of include/cells/gru.h (one batch row, n units, each gate block its own pointer; their math is
+# documented there), dispatched on the fused type `real`, and the two variants' steps.
 from cells._blas cimport real
+from cells._loop cimport Loop
+from cells._loops cimport add_units, copy_units
 
 cdef extern from "cells/gru.h" nogil:
     void cells_gru_lbr_row_f(Py_ssize_t n, const float *xr, const float *xu, const float *xc,
@@ -88,3 +91,70 @@ cdef inline void lbr_bp_reset_row(Py_ssize_t n, const real *dzc, const real *dLd
         cells_gru_lbr_bp_reset_row_f(n, dzc, dLdr, r, hc, dzr, dhc)
     else:
         cells_gru_lbr_bp_reset_row_d(n, dzc, dLdr, r, hc, dzr, dhc)
+
+
+# Linear-before-reset: gates (r, u, c); aux = hc = hPrev·Wh_c + bh_c (kept: the backward needs
+# it); P = bh_c. Its recurrent-side gradient is [dzr | dzu | dL/dhc] (dL/dhc = dzc∘r, kept in aux
+# for dL/dWh_c and accumulated into dL/dbh_c).
+
+cdef inline void lbr_forward(const Loop *L, Py_ssize_t n, const real *zx, real *zh,
+                             const real *hPrev, const real *cPrev, const real *P, real *g,
+                             real *aux, real *hNext, real *cNext) noexcept nogil:
+    cdef Py_ssize_t H = L.nOut
+    lbr_row(n, zx, zx + H, zx + 2 * H, zh, zh + H, zh + 2 * H, P, hPrev, g, g + H, g + 2 * H,
+            aux, hNext)
+
+
+cdef inline void lbr_backward(const Loop *L, Py_ssize_t n, const real *dLdh, const real *dLdg,
+                              real *g, real *aux, const real *daux, const real *hPrev,
+                              const real *cPrev, const real *c, const real *P, real *d,
+                              real *dh, real *dc, real *dP) noexcept nogil:
+    cdef Py_ssize_t H = L.nOut
+    bp_state_row(n, dLdh, dLdg + H if dLdg != NULL else NULL,
+                 dLdg + 2 * H if dLdg != NULL else NULL, g + H, g + 2 * H, hPrev,
+                 d + H, d + 2 * H, dh)
+    copy_units(n, d + 2 * H, g + 2 * H)    # dzc (c is read no more)
+    lbr_bp_reset_row(n, g + 2 * H, dLdg, g, aux, d, d + 2 * H)
+    copy_units(n, d, g)                    # dzr
+    copy_units(n, d + H, g + H)            # dzu
+    copy_units(n, d + 2 * H, aux)          # dL/dhc
+    add_units(n, d + 2 * H, dP)            # dL/dbh_c = Σ dL/dhc
+
+
+# Reset-before: gates (r, u, c); aux = r∘hPrev, the input of the candidate's recurrent product,
+# which runs in a second phase (after every thread's part of aux is in place).
+
+cdef inline void rb_forward(const Loop *L, Py_ssize_t n, const real *zx, real *zh,
+                            const real *hPrev, const real *cPrev, const real *P, real *g,
+                            real *aux, real *hNext, real *cNext) noexcept nogil:
+    cdef Py_ssize_t H = L.nOut
+    rb_gates_row(n, zx, zx + H, zh, zh + H, hPrev, g, g + H, aux)
+
+
+cdef inline void rb_forward_b(const Loop *L, Py_ssize_t n, const real *zx, real *zh,
+                              const real *hPrev, const real *cPrev, const real *P, real *g,
+                              real *aux, real *hNext, real *cNext) noexcept nogil:
+    """zh + 2nOut holds (r∘hPrev)·Wh_c."""
+    cdef Py_ssize_t H = L.nOut
+    rb_state_row(n, zx + 2 * H, zh + 2 * H, g + H, hPrev, g + 2 * H, hNext)
+
+
+cdef inline void rb_backward(const Loop *L, Py_ssize_t n, const real *dLdh, const real *dLdg,
+                             real *g, real *aux, const real *daux, const real *hPrev,
+                             const real *cPrev, const real *c, const real *P, real *d,
+                             real *dh, real *dc, real *dP) noexcept nogil:
+    cdef Py_ssize_t H = L.nOut
+    bp_state_row(n, dLdh, dLdg + H if dLdg != NULL else NULL,
+                 dLdg + 2 * H if dLdg != NULL else NULL, g + H, g + 2 * H, hPrev,
+                 d + H, d + 2 * H, dh)
+
+
+cdef inline void rb_backward_b(const Loop *L, Py_ssize_t n, const real *dLdh, const real *dLdg,
+                               real *g, real *aux, const real *daux, const real *hPrev,
+                               const real *cPrev, const real *c, const real *P, real *d,
+                               real *dh, real *dc, real *dP) noexcept nogil:
+    """daux = dL/d(r∘hPrev) = dzc·Wh_cᵀ; keeps aux = r∘hPrev for dL/dWh_c."""
+    cdef Py_ssize_t H = L.nOut, k
+    rb_bp_reset_row(n, daux, dLdg, g, hPrev, d, dh, aux)
+    for k in range(3):
+        copy_units(n, d + k * H, g + k * H)

@@ -1,6 +1,9 @@
-# The LLTM row functions of include/cells/lltm.h (one batch row, n units, each gate block its
-# own pointer), dispatched on the fused type `real`. Their math is documented there.
+# The LLTM's step of the time loop (cells/_families.pxd says what a step is): the row functions
+# of include/cells/lltm.h (one batch row, n units, each gate block its own pointer; their math is
+# documented there), dispatched on the fused type `real`.
 from cells._blas cimport real
+from cells._loop cimport Loop
+from cells._loops cimport copy_units
 
 cdef extern from "cells/lltm.h" nogil:
     void cells_lltm_row_f(Py_ssize_t n, const float *zx0, const float *zx1, const float *zx2,
@@ -33,3 +36,23 @@ cdef inline void lltm_bp_row(Py_ssize_t n, const real *dLdh, real *dh, real *dc,
         cells_lltm_bp_row_f(n, dLdh, dh, dc, i, o, cand, c, dz0, dz1, dz2)
     else:
         cells_lltm_bp_row_d(n, dLdh, dh, dc, i, o, cand, c, dz0, dz1, dz2)
+
+
+# Gates (input, output, candidate) and the cell state.
+
+cdef inline void lltm_forward(const Loop *L, Py_ssize_t n, const real *zx, real *zh,
+                              const real *hPrev, const real *cPrev, const real *P, real *g,
+                              real *aux, real *hNext, real *cNext) noexcept nogil:
+    cdef Py_ssize_t H = L.nOut
+    lltm_row(n, zx, zx + H, zx + 2 * H, zh, zh + H, zh + 2 * H, cPrev, g, g + H, g + 2 * H,
+             cNext, hNext)
+
+
+cdef inline void lltm_backward(const Loop *L, Py_ssize_t n, const real *dLdh, const real *dLdg,
+                               real *g, real *aux, const real *daux, const real *hPrev,
+                               const real *cPrev, const real *c, const real *P, real *d,
+                               real *dh, real *dc, real *dP) noexcept nogil:
+    cdef Py_ssize_t H = L.nOut, k
+    lltm_bp_row(n, dLdh, dh, dc, g, g + H, g + 2 * H, c, d, d + H, d + 2 * H)
+    for k in range(3):
+        copy_units(n, d + k * H, g + k * H)

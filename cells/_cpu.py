@@ -1,0 +1,300 @@
+"""The CPU backend: runs the one time loop (cells/_time_loop.pyx) on NumPy arrays.
+
+cells._backend chooses a backend from a call's arrays; every backend module has these functions:
+
+    empty(shape, dtype), zeros(shape, dtype)       new C-ordered arrays of the backend's kind
+    gru_forward, gru_backward                      one per family and direction,
+    lstm_forward, lstm_backward                    with the arguments and results documented
+    lltm_forward, lltm_backward                    on each function here
+    rnn_forward, rnn_backward
+
+The contract of the family functions:
+  - the face (cells.gru, cells.lstm, cells.lltm, cells.rnn) has validated every argument: arrays
+    of the backend's kind and of one real dtype (in any memory order), shapes consistent with
+    `dims` = (sL, bS, nIn, nOut) (sL = 1 for a cell: x is then [1, bS, nIn]), flags as bools,
+    seq_len None or int64 [bS] in [0, sL], n_threads a positive int (resolved), a workspace made
+    by this forward with this call's options and not used by a backward yet;
+  - they return new C-ordered arrays of the inputs' dtype, plain (no NamedTuple): the face
+    builds its results and workspaces from them;
+  - a forward with keep=True also returns every step's saved arrays, in the field order of the
+    family's workspace (GruWorkspace: h, gates, hc; LstmWorkspace: h, c, gates; LltmWorkspace:
+    h, gates, c; RnnWorkspace: h, gates); without keep those are None;
+  - a backward takes those saved arrays as `saved` (None: it runs the forward first), overwrites
+    the ones the workspace check calls consumed with gradients and leaves them read-only.
+
+Every family goes through the same two functions, `_forward` and `_backward`: they own the
+buffers of a call (cells/_loop.pxd documents each one) and hold BLAS at one thread meanwhile.
+"""
+import numpy as np
+
+from cells import _time_loop
+from cells import _validate as check
+from cells._threads import sequential_blas
+
+
+def empty(shape, dtype):
+    """A new uninitialised C-ordered array."""
+    return np.empty(shape, dtype)
+
+
+def zeros(shape, dtype):
+    """A new C-ordered array of zeros."""
+    return np.zeros(shape, dtype)
+
+
+def _c_order(a):
+    """a in C order: a copy only when it is not (the time loop reads C-contiguous arrays)."""
+    return None if a is None else np.ascontiguousarray(a)
+
+
+# ---------------------------------------------------------------------------------------------
+# The time loop's buffers, for every family
+# ---------------------------------------------------------------------------------------------
+
+def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, gh=None,
+             **weights):
+    """Run the forward time loop of `family` (a key of _time_loop.FAMILIES); `weights` are its
+    Wx, Wh (or W), b, P, clip, activation as _time_loop.forward takes them. Returns
+    (h [sL, bS, nOut], hL, cL [bS, nOut] (cL None without a cell state), gates, c, aux): with
+    keep, every step's gates [sL, bS, G], c [sL, bS, nOut] (families with a cell state) and
+    aux [sL, bS, nOut] (families that keep it), else None. `gh` [bS, G], when given, keeps the
+    last step's recurrent products (the LLTM: its pre-activations)."""
+    sL, bS, nIn, nOut = dims
+    n_gates, cell_state, has_aux, aux_kept, _ = _time_loop.family_buffers(family)
+    G, dtype, steps = n_gates * nOut, x.dtype, (sL if keep else 1)
+    gates = np.empty((steps, bS, G), dtype)
+    c = np.empty((sL, bS, nOut), dtype) if keep and cell_state else None
+    aux = np.empty(((steps if aux_kept else 1), bS, nOut), dtype) if has_aux else None
+    h = np.empty((sL, bS, nOut), dtype)
+    hL = np.empty((bS, nOut), dtype)
+    cL = np.empty((bS, nOut), dtype) if cell_state else None
+    state = (lambda: np.empty((2, bS, nOut), dtype))
+    with sequential_blas():
+        _time_loop.forward(
+            family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, keep=keep,
+            n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
+            # Training: every step's gates overwrite its own input projection.
+            gx=gates if keep else np.empty((sL, bS, G), dtype),
+            gh=np.empty((bS, G), dtype) if gh is None else gh, hs=state(),
+            cs=state() if cell_state else None, gates=gates, c=c, aux=aux, h=h, hL=hL, cL=cL,
+            **{k: _c_order(v) if isinstance(v, np.ndarray) else v for k, v in weights.items()})
+    if not keep:
+        return h, hL, cL, None, None, None
+    return h, hL, cL, gates, c, (aux if aux_kept else None)
+
+
+def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
+              dLdhL=None, dLdcL=None, dLdgates=None, P=None, **weights):
+    """Run the backward time loop of `family` on `saved` = (h, gates, c, aux) of its forward
+    with keep (c, aux None where the family has none or does not keep it). Returns (dLdx
+    [sL, bS, nIn], dLdhI [bS, nOut], dLdcI [bS, nOut] or None, dLdWx, dLdWh (or, with W,
+    dLdW, dLdW), dLdb [G], dLdP like P or None); gates and a kept aux are consumed."""
+    sL, bS, nIn, nOut = dims
+    n_gates, cell_state, has_aux, aux_kept, two_phases = _time_loop.family_buffers(family)
+    G, dtype = n_gates * nOut, x.dtype
+    h, gates, c, aux = saved
+    gates = _c_order(gates)   # a copy only for a cell's gates put together by its face
+    if has_aux and not aux_kept:
+        aux = np.empty((sL, bS, nOut), dtype)
+    dLdx = np.empty((sL, bS, nIn), dtype)
+    dLdhI = np.empty((bS, nOut), dtype)
+    dLdcI = np.empty((bS, nOut), dtype) if cell_state else None
+    dLdb = np.empty(G, dtype)
+    dLdP = None if P is None else np.empty(P.shape, dtype)
+    if "W" in weights:
+        dLdW = np.empty((G, nOut + nIn), dtype)
+        grads = dict(dLdW=dLdW)
+        dLdWx = dLdWh = dLdW
+    else:
+        dLdWx, dLdWh = np.empty((nIn, G), dtype), np.empty((nOut, G), dtype)
+        grads = dict(dLdWx=dLdWx, dLdWh=dLdWh)
+    with sequential_blas():
+        _time_loop.backward(
+            family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, n_threads=n_threads,
+            x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), P=_c_order(P), h=_c_order(h),
+            c=_c_order(c),
+            gates=gates, aux=aux, dLdh=_c_order(dLdh), dLdhL=_c_order(dLdhL),
+            dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
+            d=np.empty((2, bS, G), dtype),
+            daux=np.empty((bS, nOut), dtype) if two_phases else None,
+            dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdb=dLdb, dLdP=dLdP, **grads,
+            **{k: _c_order(v) if isinstance(v, np.ndarray) else v for k, v in weights.items()})
+    check.consume_workspace(gates, aux if aux_kept else None)
+    return dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP
+
+
+# ---------------------------------------------------------------------------------------------
+# GRU
+# ---------------------------------------------------------------------------------------------
+
+def _gru_family(lbr):
+    return "gru_linear_before_reset" if lbr else "gru_reset_before"
+
+
+def _split_bias(b, nOut, lbr):
+    """(bx, bhc): bx [3nOut] holds every bias that is a plain sum in the pre-activations
+    (bh_r, bh_u always, bh_c too when reset-before); bhc [nOut] is the recurrent candidate bias
+    that sits inside r∘(hPrev·Wh_c + bh_c) (linear_before_reset only, else None)."""
+    if b.ndim == 1:
+        return b, (np.zeros(nOut, b.dtype) if lbr else None)
+    if not lbr:
+        return b[0] + b[1], None
+    bx = b[0].copy()
+    bx[:2 * nOut] += b[1, :2 * nOut]
+    return bx, b[1, 2 * nOut:]
+
+
+def gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=True):
+    """Run the GRU forward (linear_before_reset `lbr`); return (h [sL, bS, nOut], gates
+    [sL, bS, 3nOut], hc [sL, bS, nOut]): with keep, gates and hc are every step's (hc None
+    without lbr); without, both are None. h is 0 at padded steps."""
+    bx, bhc = _split_bias(b, dims[3], lbr)
+    h, _, _, gates, _, hc = _forward(_gru_family(lbr), dims, x, hI, keep, n_threads, seq_len,
+                                     fwd, Wx=Wx, Wh=Wh, b=bx, P=bhc)
+    return h, gates, hc
+
+
+def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n_threads,
+                 seq_len=None, fwd=True):
+    """Run the GRU backward on `saved` = (h, gates, hc) from gru_forward with keep (None: run
+    it first); dLdh [sL, bS, nOut], dLdhLast [bS, nOut] and dLdgates [sL, bS, 3nOut] (the
+    gradients arriving at the activated gates) may each be None. Return (dLdx [sL, bS, nIn],
+    dLdhI [bS, nOut], dLdWx [nIn, 3nOut], dLdWh [nOut, 3nOut], dLdb in b's layout); gates and
+    hc are consumed."""
+    if saved is None:
+        saved = gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
+    h, gates, hc = saved
+    _, bhc = _split_bias(b, dims[3], lbr)
+    dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc = _backward(
+        _gru_family(lbr), dims, x, hI, (h, gates, None, hc), n_threads, seq_len, fwd,
+        dLdh=dLdh, dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc)
+    return dLdx, dLdhI, dLdWx, dLdWh, _bias_grad(b, dLdbx, dLdbhc, lbr)
+
+
+def _bias_grad(b, dLdbx, dLdbhc, lbr):
+    """dL/db in b's layout, from dLdbx = Σ dz and (lbr) dLdbhc = Σ dL/dhc. The recurrent biases
+    bh_r, bh_u (and bh_c when reset-before) are plain sums with bx, so they share its gradient."""
+    if b.ndim == 1:
+        return dLdbx
+    dLdb = np.stack([dLdbx, dLdbx])
+    if lbr:
+        dLdb[1, 2 * dLdbhc.shape[0]:] = dLdbhc
+    return dLdb
+
+
+# ---------------------------------------------------------------------------------------------
+# LSTM
+# ---------------------------------------------------------------------------------------------
+
+def _state(a, bS, nOut, dtype):
+    """An initial state: `a`, or zeros when it is None."""
+    return np.zeros((bS, nOut), dtype) if a is None else a
+
+
+def _lstm_options(Wp, clip):
+    """The LSTM's own parameters: the peepholes Wp [3nOut] (i, f, o) or None, and the cell clip
+    (cell_clip = 0: none, +inf for the time loop)."""
+    return dict(P=Wp, clip=clip if clip > 0 else np.inf)
+
+
+def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, keep, n_threads):
+    """Run the LSTM forward (b, hI, cI, Wp may be None; clip is cell_clip, 0: none); return
+    (h [sL, bS, nOut], hL, cL [bS, nOut], c [sL, bS, nOut], gates [sL, bS, 4nOut]): with keep,
+    c and gates are every step's; without, both are None."""
+    _, bS, _, nOut = dims
+    h, hL, cL, gates, c, _ = _forward(
+        "lstm", dims, x, _state(hI, bS, nOut, x.dtype), keep, n_threads, lengths, fwd,
+        cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, **_lstm_options(Wp, clip))
+    return h, hL, cL, c, gates
+
+
+def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, saved, dLdh, dLdhL, dLdcL,
+                  n_threads):
+    """Run the LSTM backward on `saved` = (h, c, gates) from lstm_forward with keep (None: run
+    it first); dLdh [sL, bS, nOut], dLdhL and dLdcL [bS, nOut] may each be None. Return
+    (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut], dLdWr [nOut, 4nOut], dLdb [4nOut] (None when b is
+    None), dLdhI, dLdcI [bS, nOut], dLdWp [3nOut] (None when Wp is None)); gates are
+    consumed."""
+    _, bS, _, nOut = dims
+    if saved is None:
+        h, _, _, c, gates = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd,
+                                         True, n_threads)
+    else:
+        h, c, gates = saved
+    dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp = _backward(
+        "lstm", dims, x, _state(hI, bS, nOut, x.dtype), (h, gates, c, None), n_threads,
+        lengths, fwd, cI=_state(cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
+        Wx=Wx, Wh=Wr, **_lstm_options(Wp, clip))
+    return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp
+
+
+# ---------------------------------------------------------------------------------------------
+# LLTM (its weights W [3S, S + nIn] in PyTorch's layout, columns h then x)
+# ---------------------------------------------------------------------------------------------
+
+def lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
+    """Run the LLTM forward; return (h [sL, bS, S], hL, cL [bS, S], gates [sL, bS, 3S],
+    c [sL, bS, S]): with keep, gates and c are every step's; without, both are None. z, when
+    given, is a [bS, 3S] array that receives the pre-activations of the last step (all rows
+    active)."""
+    h, hL, cL, gates, c, _ = _forward("lltm", dims, x, hI, keep, n_threads, lens, fwd, cI=cI,
+                                      gh=z, W=W, b=b)
+    return h, hL, cL, gates, c
+
+
+def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads, b=None,
+                  lens=None):
+    """Run the LLTM backward on `saved` = (h, gates, c) from lltm_forward with keep (None: run
+    it first, on b and cI); dLdh [sL, bS, S], dLdhL and dLdcL [bS, S] may each be None. Return
+    (dLdx [sL, bS, nIn], dLdW [3S, S+nIn], dLdb [3S], dLdhI, dLdcI [bS, S]); gates are
+    consumed."""
+    if saved is None:
+        h, _, _, gates, c = lltm_forward(dims, x, W, b, hI, cI, lens, fwd, True, n_threads)
+    else:
+        h, gates, c = saved
+    # The LLTM's backward does not read the initial cell state (c = cPrev + n∘i): the cell's
+    # backward (lltm_backward) has none to give.
+    _, bS, _, S = dims
+    dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _ = _backward(
+        "lltm", dims, x, hI, (h, gates, c, None), n_threads, lens, fwd,
+        cI=_state(cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W)
+    return dLdx, dLdW, dLdb, dLdhI, dLdcI
+
+
+# ---------------------------------------------------------------------------------------------
+# RNN
+# ---------------------------------------------------------------------------------------------
+
+# The time loop's activation codes (include/cells/rnn.h).
+RNN_ACTIVATIONS = {"tanh": 0, "relu": 1}
+
+
+def _rnn_bias(b):
+    """bx + bh: b is [nOut] (bx alone) or [2, nOut] (rows bx, bh), a plain sum either way."""
+    return b if b.ndim == 1 else b[0] + b[1]
+
+
+def rnn_forward(dims, x, hI, Wx, Wh, b, activation, keep, n_threads, seq_len=None, fwd=True):
+    """Run the RNN forward (activation "tanh" or "relu"); return (h [sL, bS, nOut], hL
+    [bS, nOut], gates [sL, bS, nOut]): gates, every step's act(z), with keep, else None."""
+    h, hL, _, gates, _, _ = _forward(
+        "rnn", dims, x, hI, keep, n_threads, seq_len, fwd, Wx=Wx, Wh=Wh, b=_rnn_bias(b),
+        activation=RNN_ACTIVATIONS[activation])
+    return h, hL, gates
+
+
+def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_threads,
+                 seq_len=None, fwd=True):
+    """Run the RNN backward on `saved` = (h, gates) from rnn_forward with keep (None: run it
+    first); dLdh [sL, bS, nOut] and dLdhLast [bS, nOut] may each be None. Return (dLdx
+    [sL, bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, nOut], dLdWh [nOut, nOut], dLdb in b's
+    layout); gates are consumed."""
+    if saved is None:
+        h, _, gates = rnn_forward(dims, x, hI, Wx, Wh, b, activation, True, n_threads, seq_len,
+                                  fwd)
+    else:
+        h, gates = saved
+    dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _ = _backward(
+        "rnn", dims, x, hI, (h, gates, None, None), n_threads, seq_len, fwd, dLdh=dLdh,
+        dLdhL=dLdhLast, Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation])
+    return dLdx, dLdhI, dLdWx, dLdWh, (dLdb if b.ndim == 1 else np.stack([dLdb, dLdb]))

@@ -1,0 +1,72 @@
+# One call of the time loop (cells/_time_loop.pyx): its sizes, options and named buffers.
+#
+# Notation (libnd4j's): sL steps, bS batch rows, nIn inputs, nOut units; a family has `gates`
+# gate blocks of nOut columns each, G = gates·nOut (cells/_families.pxd). Arrays are C-contiguous,
+# of the call's dtype (float or double: the fields are void * because a Cython struct cannot be
+# fused; the time loop casts them once). NULL marks an optional array that is not given.
+#
+# Indexing. Row b runs the loop steps t < len_b = seq_len[b] (every step without seq_len), at the
+# time index tau = t going forward, len_b-1-t in reverse (ONNX direction="reverse"): its valid
+# prefix runs backwards and each output stays at its own time index. Arrays [sL, bS, ...] are
+# tau-indexed, and 0 at a row's padded time indices tau >= len_b; the per-step scratch is in loop
+# order ([2, ...]: double-buffered by the parity of t, so that no thread overwrites what another
+# still multiplies).
+from libc.stdint cimport int64_t
+
+
+cdef struct Loop:
+    int family                  # a Family of cells/_families.pxd
+    Py_ssize_t sL, bS, nIn, nOut, G
+    const int64_t *seq_len      # [bS] or NULL: every row runs all sL steps
+    bint forward                # False: each row's valid steps run backwards in time
+    bint keep                   # forward: keep every step's gates, c and aux for the backward
+    int n_threads               # OpenMP threads; each owns a block of the units
+
+    # The weights: op(Wx) [nIn, G] and op(Wh) [nOut, G], op(W) = W or, with
+    # weights_transposed, Wᵀ (PyTorch's layout: Wx and Wh are [G, ldw]); leading dimension ldw.
+    bint weights_transposed
+    Py_ssize_t ldw
+    const void *Wx
+    const void *Wh
+    const void *b               # [G]                or NULL: the input projection's bias
+    const void *P               # [blocks, nOut]     or NULL: the family's own parameters
+                                #                    (GRU linear-before-reset: bh_c; LSTM: Wp)
+    double clip                 # LSTM: the cell clip, +inf for none
+    int activation              # RNN: CELLS_RNN_TANH or CELLS_RNN_RELU (include/cells/rnn.h)
+
+    # Forward and backward
+    const void *x               # [sL, bS, nIn]
+    const void *hI              # [bS, nOut]         the initial state
+    const void *cI              # [bS, nOut]         the initial cell state (families with c)
+    void *h                     # [sL, bS, nOut]     forward: out, every step's output
+    void *c                     # [sL, bS, nOut]     forward: out when keep (families with c)
+    void *gates                 # [sL, bS, G]        the activated gates of every step (forward
+                                #                    out when keep, else [bS, G] scratch); the
+                                #                    backward overwrites them with dL/dz
+    void *aux                   # [sL, bS, nOut]     a family's own value per row and step
+                                #                    (GRU: hPrev·Wh_c + bh_c or r∘hPrev); in the
+                                #                    forward [bS, nOut] scratch unless kept
+
+    # Forward
+    void *gx                    # [sL, bS, G]        scratch: x·op(Wx) + b; may be `gates` when
+                                #                    keep (each step's gates overwrite their own)
+    void *gh                    # [bS, G]            scratch: the step's recurrent products
+    void *hs                    # [2, bS, nOut]      scratch: the state leaving a step
+    void *cs                    # [2, bS, nOut]      scratch: the cell state leaving a step
+    void *hL                    # [bS, nOut]         out or NULL: every row's final state
+    void *cL                    # [bS, nOut]         out or NULL: every row's final cell state
+
+    # Backward
+    const void *dLdh            # [sL, bS, nOut]     or NULL: the gradient arriving at h
+    const void *dLdhL           # [bS, nOut]         or NULL: ... at the final states
+    const void *dLdcL           # [bS, nOut]         or NULL: ... at the final cell states
+    const void *dLdgates        # [sL, bS, G]        or NULL: ... at the gates (GRU block cell)
+    void *d                     # [2, bS, G]         scratch: the step's recurrent-side dL/dz
+    void *daux                  # [bS, nOut]         scratch: dL/daux of the step
+    void *dLdx                  # [sL, bS, nIn]      out
+    void *dLdhI                 # [bS, nOut]         out; the carried dL/dh during the loop
+    void *dLdcI                 # [bS, nOut]         out; the carried dL/dc during the loop
+    void *dLdWx                 # like Wx            out (leading dimension ldw)
+    void *dLdWh                 # like Wh            out (leading dimension ldw)
+    void *dLdb                  # [G]                out or NULL: Σ dL/dz
+    void *dLdP                  # like P             out or NULL

@@ -1,0 +1,172 @@
+"""Vanilla RNN: PyTorch's nn.RNN / nn.RNNCell, ONNX's RNN, libnd4j's static_rnn / dynamic_rnn.
+
+Shapes use libnd4j's names: sL time steps, bS batch rows, nIn inputs, nOut units. Products are
+row-vector (z = x·W):
+
+    h = act(x·Wx + bx + hI·Wh + bh),   act = tanh or relu
+
+Wx [nIn, nOut], Wh [nOut, nOut]; b is [nOut] (bx alone) or [2, nOut] (rows bx, bh: PyTorch's
+bias_ih, bias_hh; both get the same gradient). relu'(0) is 0, as PyTorch's autograd. Every
+function takes float32 or float64 arrays of one dtype, in any memory order, and returns new
+C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is
+the number of OpenMP threads; BLAS is held at one thread meanwhile.
+"""
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from cells import _validate as check
+from cells._threads import resolve_n_threads
+
+ACTIVATIONS = ("tanh", "relu")
+
+
+class RnnWorkspace(NamedTuple):
+    """What rnnTimeLoop(..., return_workspace=True) keeps for rnnTimeLoopBp.
+
+    Per step it holds 2nOut values per batch row:
+      h     [sL, bS, nOut]   the states (the array rnnTimeLoop returns)
+      gates [sL, bS, nOut]   act(z), the activation of every step (0 at a row's padded steps)
+    and the options it was made with, which rnnTimeLoopBp checks against its own: activation,
+    seq_len (int64 [bS] or None) and forward.
+
+    rnnTimeLoopBp consumes it: it overwrites gates with gradients and leaves them read-only; a
+    second backward pass needs a new forward pass.
+    """
+
+    h: np.ndarray
+    gates: np.ndarray
+    activation: str
+    seq_len: Optional[np.ndarray]
+    forward: bool
+
+
+class RnnTimeLoopWithWorkspace(NamedTuple):
+    """rnnTimeLoop(..., return_workspace=True)'s outputs: h [sL, bS, nOut] the state after every
+    step, and the RnnWorkspace for rnnTimeLoopBp."""
+
+    h: np.ndarray
+    workspace: RnnWorkspace
+
+
+class RnnGrads(NamedTuple):
+    """The gradients rnnCellBp and rnnTimeLoopBp return (summed over time for a time loop):
+    dLdx with x's shape, dLdhI [bS, nOut], dLdWx [nIn, nOut], dLdWh [nOut, nOut], dLdb with b's
+    shape."""
+
+    dLdx: np.ndarray
+    dLdhI: np.ndarray
+    dLdWx: np.ndarray
+    dLdWh: np.ndarray
+    dLdb: np.ndarray
+
+
+def rnnCell(x, hI, Wx, Wh, b, *, activation="tanh", n_threads=None):
+    """One RNN step: x [bS, nIn], hI [bS, nOut], Wx [nIn, nOut], Wh [nOut, nOut], b [nOut] or
+    [2, nOut]. Returns h [bS, nOut]."""
+    act = _activation(activation)
+    backend, dims = _check_rnn(x, hI, Wx, Wh, b, x_ndim=2)
+    h, _, _ = backend.rnn_forward(dims, x[None], hI, Wx, Wh, b, act, False,
+                                  resolve_n_threads(n_threads))
+    return h[0]
+
+
+def rnnCellBp(x, hI, Wx, Wh, b, dLdh, *, activation="tanh", n_threads=None):
+    """Gradients of one RNN step, given dLdh = dL/dh [bS, nOut] (the forward is recomputed).
+
+    Returns an RnnGrads (dLdx [bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, nOut],
+    dLdWh [nOut, nOut], dLdb with b's shape).
+    """
+    act = _activation(activation)
+    backend, dims = _check_rnn(x, hI, Wx, Wh, b, x_ndim=2, dLdh=dLdh)
+    check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
+    dLdx, *grads = backend.rnn_backward(dims, x[None], hI, Wx, Wh, b, act, None, dLdh[None],
+                                        None, resolve_n_threads(n_threads))
+    return RnnGrads(dLdx[0], *grads)
+
+
+def rnnTimeLoop(x, hI, Wx, Wh, b, *, activation="tanh", seq_len=None, forward=True,
+                return_workspace=False, n_threads=None):
+    """RNN over a sequence.
+
+    x [sL, bS, nIn] (time-major), hI [bS, nOut] the initial state, weights as rnnCell. Returns
+    h [sL, bS, nOut], the state after every step; with return_workspace=True an
+    RnnTimeLoopWithWorkspace (h, workspace), whose RnnWorkspace lets rnnTimeLoopBp skip
+    recomputing this forward pass.
+
+    seq_len [bS] (integers in [0, sL]; None: all sL): row b runs only its first seq_len[b] steps,
+    and h is 0 after them (ONNX sequence_lens, PyTorch packed sequences). forward=False runs each
+    row's valid steps in reverse time order, each output at its own time index (ONNX
+    direction="reverse"). A row's final state is h[seq_len[b] - 1] going forward, h[0] in reverse
+    (hI when seq_len[b] = 0).
+    """
+    act = _activation(activation)
+    keep = check.flag("return_workspace", return_workspace)
+    fwd = check.flag("forward", forward)
+    backend, dims = _check_rnn(x, hI, Wx, Wh, b, x_ndim=3)
+    lengths = check.seq_len(seq_len, dims[0], dims[1])
+    h, _, gates = backend.rnn_forward(dims, x, hI, Wx, Wh, b, act, keep,
+                                      resolve_n_threads(n_threads), lengths, fwd)
+    if not keep:
+        return h
+    ws = RnnWorkspace(h, gates, act, None if lengths is None else lengths.copy(), fwd)
+    return RnnTimeLoopWithWorkspace(h, ws)
+
+
+def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, activation="tanh",
+                  seq_len=None, forward=True, n_threads=None):
+    """Backpropagation through time for rnnTimeLoop (with the same activation, seq_len and
+    forward).
+
+    dLdh [sL, bS, nOut] is the gradient arriving at every step's output and dLdhLast [bS, nOut]
+    the one arriving at each row's final state (each may be None: no gradient; dLdh at a row's
+    padded steps is ignored). `workspace`, from rnnTimeLoop(..., return_workspace=True) on the
+    same inputs and options, skips recomputing the forward pass.
+    Returns an RnnGrads (dLdx [sL, bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, nOut],
+    dLdWh [nOut, nOut], dLdb with b's shape); the weight gradients are summed over time, and
+    dLdx is 0 at padded steps.
+    """
+    act = _activation(activation)
+    fwd = check.flag("forward", forward)
+    backend, dims = _check_rnn(x, hI, Wx, Wh, b, x_ndim=3, optional=("dLdh", "dLdhLast"),
+                               dLdh=dLdh, dLdhLast=dLdhLast)
+    sL, bS, nIn, nOut = dims
+    check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
+    lengths = check.seq_len(seq_len, sL, bS)
+    saved = None
+    if workspace is not None:
+        check.workspace(workspace, RnnWorkspace, "rnnTimeLoopBp", x.dtype, "x and hI",
+                        {"h": (sL, bS, nOut), "gates": (sL, bS, nOut)}, ("gates",),
+                        activation=act, seq_len=lengths, forward=fwd)
+        saved = workspace.h, workspace.gates
+    return RnnGrads(*backend.rnn_backward(dims, x, hI, Wx, Wh, b, act, saved, dLdh, dLdhLast,
+                                          resolve_n_threads(n_threads), lengths, fwd))
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------------
+
+def _activation(activation):
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+        raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
+    return activation
+
+
+def _check_rnn(x, hI, Wx, Wh, b, x_ndim, optional=(), **grads):
+    """Check the arrays, the gradients `grads` among them (those named in `optional` may be
+    None), against x [sL, bS, nIn] (a cell's [bS, nIn] when x_ndim = 2) and hI [bS, nOut];
+    return (backend, (sL, bS, nIn, nOut)) with sL = 1 for a cell."""
+    backend = check.real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
+    check.ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
+    check.ndim("hI", hI, 2, "[bS, nOut]")
+    sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
+    nOut = hI.shape[1]
+    check.shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
+    check.shape("Wx", Wx, (nIn, nOut), "[nIn, nOut]")
+    check.shape("Wh", Wh, (nOut, nOut), "[nOut, nOut]")
+    if b.shape not in ((nOut,), (2, nOut)):
+        raise ValueError(f"b: expected shape {(nOut,)} = [nOut] or {(2, nOut)} = [2, nOut] "
+                         f"(rows bx, bh), got {b.shape}")
+    check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "nOut": nOut})
+    return backend, (sL, bS, nIn, nOut)

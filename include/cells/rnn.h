@@ -1,0 +1,14 @@
+/* Vanilla RNN point functions and row loops for float (cells_rnn_*_f) and double
+ * (cells_rnn_*_d); see rnn_impl.h. */
+#ifndef CELLS_RNN_H
+#define CELLS_RNN_H
+
+#include "cells/common.h"
+
+/* The activations of an RNN, as the time loop's `activation` code. */
+enum { CELLS_RNN_TANH = 0, CELLS_RNN_RELU = 1 };
+
+#define CELLS_IMPL "cells/rnn_impl.h"
+#include "cells/instantiate.h"
+
+#endif
