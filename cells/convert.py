@@ -1,4 +1,5 @@
-"""Moving GRU and LSTM weights between cells and PyTorch, Keras, ONNX and the block GRU cell.
+"""Moving GRU, LSTM and vanilla RNN weights between cells and PyTorch, Keras, ONNX and the block
+GRU cell.
 
 Every converter takes array-likes (NumPy arrays, torch tensors, which are detached and copied to
 the CPU, nested lists) of one dtype, float32 or float64, and returns new C-contiguous NumPy
@@ -12,6 +13,8 @@ cells' layout (products are row-vector, z = x·W; H = nOut = hidden_size = units
           gate blocks r, u, c (reset, update, candidate)
     LSTM  Wx [I, 4H], Wr [H, 4H], b [4H], peepholes Wp [3H] in blocks i, f, o;
           gate blocks i, f, g, o (input, forget, cell candidate, output)
+    RNN   Wx [I, H], Wh [H, H], b [H] (bx alone, bh = 0) or [2, H] (rows bx, bh);
+          one block: h = act(x·Wx + bx + hI·Wh + bh), act = tanh or relu
 
 The other layouts, with each framework's own gate names (z = u; n, h = c for a GRU; c = g for
 an LSTM). PyTorch and ONNX store the matrices transposed (W·x); the others do not (x·W).
@@ -32,6 +35,10 @@ an LSTM). PyTorch and ONNX store the matrices transposed (W·x); the others do n
     ONNX LSTM                  W [dirs, 4H, I], R [dirs, 4H, H],          i, o, f, c
                                B [dirs, 8H] = [Wb | Rb],                  b = Wb + Rb
                                P [dirs, 3H] (peepholes i, o, f)           Wp = P as (i, f, o)
+    PyTorch nn.RNN, RNNCell    weight_ih [H, I], weight_hh [H, H],
+                               bias_ih, bias_hh [H]                       b = [bias_ih, bias_hh]
+    ONNX RNN                   W [dirs, H, I], R [dirs, H, H],
+                               B [dirs, 2H] = [Wb | Rb]                   b = [Wb, Rb]
 
 ONNX's from_* take the index of one direction of W, R, B, P; its to_* return a leading
 direction axis of 1 (concatenate two for a bidirectional node).
@@ -46,6 +53,10 @@ gru_to_block and gru_fold_bias take a keyword `linear_before_reset` without a de
 value the model runs with in cells, so that no conversion changes the model without being told
 which model it is.
 
+Which RNN. Nor do an RNN's arrays say its activation: run cells with activation= the module's
+nonlinearity ("tanh" or "relu", which from_torch_module records) or the ONNX node's activations
+("Tanh", the default, or "Relu", for each direction).
+
 What cannot be represented is a ValueError, never an approximation:
   - gru_to_torch(linear_before_reset=False): PyTorch has only the linear-before-reset GRU.
   - gru_to_block(linear_before_reset=True): the block cell is only reset-before.
@@ -53,7 +64,7 @@ What cannot be represented is a ValueError, never an approximation:
     reset_after=False; the block cell). Reset-before, every recurrent bias is a plain summand of
     a pre-activation, so bx + bh is the same model. Linear-before-reset, bh_r and bh_u fold the
     same way but bh_c sits inside r∘(hI·Wh_c + bh_c): a non-zero b[1, 2H:] cannot be folded.
-  - from_torch_module: an LSTM with proj_size > 0, or another module than the four above.
+  - from_torch_module: an LSTM with proj_size > 0, or another module than the six above.
 PyTorch and Keras LSTMs have no peepholes (and no cell clipping): lstm_to_torch and
 lstm_to_keras take no Wp.
 
@@ -72,9 +83,11 @@ cannot produce from gradients:
   - A GRU bias folded into one (gru_fold_bias, gru_to_keras(linear_before_reset=False) and
     gru_to_block of a b [2, 3H]) has the gradient dL/db[0] (equal to dL/db[1] reset-before):
     convert dL/db[0], not dL/db, whose rows would be added.
-  - A GRU run in cells with b [3H] has no bh, hence no gradient for it: to_* returns zeros for
-    the gradient of bias_hh (Rb, Keras's recurrent row). Run cells with b [2, 3H]
-    (np.stack([b, 0 * b]): the same model) to get it.
+  - A GRU run in cells with b [3H] (an RNN with b [H]) has no bh, hence no gradient for it:
+    to_* returns zeros for the gradient of bias_hh (Rb, Keras's recurrent row). Run cells with
+    b [2, 3H] (b [2, H]; np.stack([b, 0 * b]): the same model) to get it.
+  - An RNN's two biases are plain summands of its pre-activation: cells' dL/db [2, H] has two
+    equal rows, and maps to PyTorch's and ONNX's two bias gradients exactly.
 """
 import numbers
 import sys
@@ -366,25 +379,91 @@ def lstm_to_onnx(Wx, Wr, b=None, Wp=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# Vanilla RNN
+# ---------------------------------------------------------------------------------------------
+
+def rnn_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
+    """PyTorch's nn.RNN / nn.RNNCell weights (one layer, one direction) in cells' layout.
+
+    weight_ih [H, I], weight_hh [H, H], bias_ih [H] or None (zeros), bias_hh [H] or None
+    (zeros). Returns (Wx [I, H], Wh [H, H], b [2, H] = [bias_ih, bias_hh]), to run with the
+    module's nonlinearity as cells' activation.
+    """
+    weight_ih, weight_hh, bias_ih, bias_hh = _arrays(
+        ("bias_ih", "bias_hh"),
+        weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
+    H = _check_torch(1, weight_ih, weight_hh, bias_ih, bias_hh)
+    b = np.stack([_or_zeros(bias_ih, H, weight_ih.dtype), _or_zeros(bias_hh, H, weight_ih.dtype)])
+    return _transposed(weight_ih), _transposed(weight_hh), b
+
+
+def rnn_to_torch(Wx, Wh, b):
+    """cells' RNN weights as PyTorch's nn.RNN / nn.RNNCell parameters (set the module's
+    nonlinearity to the activation the model runs with in cells).
+
+    Wx [I, H], Wh [H, H], b [H] or [2, H]. Returns (weight_ih [H, I], weight_hh [H, H],
+    bias_ih [H], bias_hh [H]); bias_hh is zeros when b is [H].
+    """
+    Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
+    _check_rnn(Wx, Wh, b)
+    bias_ih, bias_hh = _two_rows(b)
+    return _transposed(Wx), _transposed(Wh), bias_ih, bias_hh
+
+
+def rnn_from_onnx(W, R, B=None, direction=0):
+    """One direction of an ONNX RNN node's inputs in cells' layout.
+
+    W [dirs, H, I], R [dirs, H, H], B [dirs, 2H] = [Wb | Rb] or None (zeros); direction indexes
+    dirs (a bidirectional node: 0 forward, 1 reverse, which cells runs with forward=False).
+    Returns (Wx [I, H], Wh [H, H], b [2, H] = [Wb, Rb]), to run with the direction's activation
+    ("Tanh": activation="tanh", "Relu": "relu").
+    """
+    W, R, B = _arrays(("B",), W=W, R=R, B=B)
+    H, d = _check_onnx(1, W, R, direction)
+    if B is None:
+        B = np.zeros((W.shape[0], 2 * H), W.dtype)
+    else:
+        check.shape("B", B, (W.shape[0], 2 * H), "[num_directions, 2*hidden_size] (Wb then Rb)")
+    return _transposed(W[d]), _transposed(R[d]), _two_rows(B[d].reshape(2, H))
+
+
+def rnn_to_onnx(Wx, Wh, b):
+    """cells' RNN weights as an ONNX RNN node's inputs, with one direction (dirs = 1).
+
+    Wx [I, H], Wh [H, H], b [H] or [2, H]. Returns (W [1, H, I], R [1, H, H], B [1, 2H] =
+    [Wb | Rb], Rb = 0 when b is [H]); set the node's activations to the one the model runs
+    with in cells ("Tanh" or "Relu").
+    """
+    Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
+    H = _check_rnn(Wx, Wh, b)
+    return _transposed(Wx)[None], _transposed(Wh)[None], _two_rows(b).reshape(1, 2 * H)
+
+
+# ---------------------------------------------------------------------------------------------
 # Whole PyTorch modules
 # ---------------------------------------------------------------------------------------------
 
 class TorchRNN(NamedTuple):
-    """The weights of a torch.nn.GRU, LSTM, GRUCell or LSTMCell, from from_torch_module.
+    """The weights of a torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or RNNCell, from
+    from_torch_module.
 
-      family               "gru" or "lstm"
-      cell                 True for GRUCell / LSTMCell: one step, cells.gruCell /
-                           cells.lstmLayerCell (x [bS, nIn]); False: the time loops
-      linear_before_reset  True for a GRU (PyTorch's only GRU), None for an LSTM
+      family               "gru", "lstm" or "rnn"
+      cell                 True for GRUCell / LSTMCell / RNNCell: one step, cells.gruCell /
+                           cells.lstmLayerCell / cells.rnnCell (x [bS, nIn]); False: the time
+                           loops
+      linear_before_reset  True for a GRU (PyTorch's only GRU), None for an LSTM or RNN
       batch_first          the module's x is [bS, sL, nIn]; cells' time loops take
                            x [sL, bS, nIn] (x.transpose(1, 0, 2)). False for the cells.
       dropout              the module's dropout between layers (training mode only); not
                            applied by cells
       layers               layers[l][d]: the weights of layer l, direction d (0 forward, 1
                            reverse: run with forward=False), as gru_from_torch (Wx, Wh,
-                           b [2, 3H]) or lstm_from_torch (Wx, Wr, b [4H]) returns them. Layer
-                           l > 0 takes the outputs of layer l-1's directions concatenated,
-                           [sL, bS, dirs*H]; h0, c0 [layers*dirs, bS, H] are indexed l*dirs + d.
+                           b [2, 3H]), lstm_from_torch (Wx, Wr, b [4H]) or rnn_from_torch
+                           (Wx, Wh, b [2, H]) returns them. Layer l > 0 takes the outputs of
+                           layer l-1's directions concatenated, [sL, bS, dirs*H]; h0, c0
+                           [layers*dirs, bS, H] are indexed l*dirs + d.
+      activation           an RNN's nonlinearity, "tanh" or "relu": cells' activation (the
+                           same for every layer); None for a GRU or LSTM
     """
 
     family: str
@@ -393,26 +472,28 @@ class TorchRNN(NamedTuple):
     batch_first: bool
     dropout: float
     layers: List[Tuple[Tuple[np.ndarray, ...], ...]]
+    activation: Optional[str] = None
 
 
 def from_torch_module(module):
-    """Every layer's and direction's weights of a torch.nn.GRU, LSTM, GRUCell or LSTMCell in
-    cells' layout: a TorchRNN. Another module is a TypeError; an LSTM with proj_size > 0
-    (projections of h, which cells has no equivalent of) a ValueError."""
+    """Every layer's and direction's weights of a torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or
+    RNNCell in cells' layout: a TorchRNN. Another module is a TypeError; an LSTM with
+    proj_size > 0 (projections of h, which cells has no equivalent of) a ValueError."""
     import torch
 
     kinds = ((torch.nn.GRU, "gru", False), (torch.nn.LSTM, "lstm", False),
-             (torch.nn.GRUCell, "gru", True), (torch.nn.LSTMCell, "lstm", True))
+             (torch.nn.RNN, "rnn", False), (torch.nn.GRUCell, "gru", True),
+             (torch.nn.LSTMCell, "lstm", True), (torch.nn.RNNCell, "rnn", True))
     for kind, family, cell in kinds:
         if isinstance(module, kind):
             break
     else:
-        raise TypeError(f"module: expected a torch.nn.GRU, LSTM, GRUCell or LSTMCell, "
-                        f"got {type(module).__name__}")
+        raise TypeError(f"module: expected a torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or "
+                        f"RNNCell, got {type(module).__name__}")
     if getattr(module, "proj_size", 0) > 0:
         raise ValueError(f"module: an LSTM with proj_size={module.proj_size} (a projected "
                          f"hidden state) has no cells equivalent")
-    convert = gru_from_torch if family == "gru" else lstm_from_torch
+    convert = {"gru": gru_from_torch, "lstm": lstm_from_torch, "rnn": rnn_from_torch}[family]
     names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
     if cell:
         layers = [(convert(*(getattr(module, n) for n in names)),)]
@@ -425,7 +506,8 @@ def from_torch_module(module):
     return TorchRNN(family=family, cell=cell,
                     linear_before_reset=True if family == "gru" else None,
                     batch_first=bool(getattr(module, "batch_first", False)),
-                    dropout=float(getattr(module, "dropout", 0.0)), layers=layers)
+                    dropout=float(getattr(module, "dropout", 0.0)), layers=layers,
+                    activation=module.nonlinearity if family == "rnn" else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,8 +539,8 @@ def _reorder(a, src, dst, axis=-1):
 
 
 def _transposed(a):
-    """a.T as a C-contiguous array (a is one that _reorder made, so the result is new)."""
-    return np.ascontiguousarray(a.T)
+    """a.T as a new C-contiguous array."""
+    return np.array(a.T, order="C")
 
 
 def _or_zeros(bias, n, dtype):
@@ -467,8 +549,9 @@ def _or_zeros(bias, n, dtype):
 
 
 def _two_rows(b):
-    """A GRU bias as [2, 3H] (rows bx, bh): b itself, or [b, 0] when b is [3H]."""
-    return b if b.ndim == 2 else np.stack([b, np.zeros_like(b)])
+    """A bias [n*H] or [2, n*H] as a new array [2, n*H] (rows bx, bh): a copy of b, or [b, 0]
+    when b is [n*H] (a GRU's [3H], an RNN's [H])."""
+    return np.array(b) if b.ndim == 2 else np.stack([b, np.zeros_like(b)])
 
 
 def _fold(b, lbr):
@@ -487,10 +570,23 @@ def _fold(b, lbr):
 def _check_gru(Wx, Wh, b):
     """cells' GRU weights Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]; returns H."""
     H = _check_cells(3, Wx, "Wh", Wh)
-    if b.shape not in ((3 * H,), (2, 3 * H)):
-        raise ValueError(f"b: expected shape {(3 * H,)} = [3*nOut] or {(2, 3 * H)} = "
-                         f"[2, 3*nOut] (rows bx, bh), got {b.shape}")
+    _check_two_row_bias(3, H, b)
     return H
+
+
+def _check_rnn(Wx, Wh, b):
+    """cells' RNN weights Wx [I, H], Wh [H, H], b [H] or [2, H]; returns H."""
+    H = _check_cells(1, Wx, "Wh", Wh)
+    _check_two_row_bias(1, H, b)
+    return H
+
+
+def _check_two_row_bias(n, H, b):
+    """b [n*H] (bx alone) or [2, n*H] (rows bx, bh)."""
+    if b.shape not in ((n * H,), (2, n * H)):
+        size = _times(n, "nOut")
+        raise ValueError(f"b: expected shape {(n * H,)} = [{size}] or {(2, n * H)} = "
+                         f"[2, {size}] (rows bx, bh), got {b.shape}")
 
 
 def _check_lstm(Wx, Wr, b, Wp=None):
@@ -503,27 +599,34 @@ def _check_lstm(Wx, Wr, b, Wp=None):
     return H
 
 
+def _times(n, size):
+    """The name of n*size in a shape: "3*nOut", or "nOut" for n = 1."""
+    return size if n == 1 else f"{n}*{size}"
+
+
 def _check_cells(n, Wx, rec_name, Wrec):
     """cells' Wx [I, n*H] and the recurrent matrix [H, n*H]; returns H."""
-    check.ndim(rec_name, Wrec, 2, f"[nOut, {n}*nOut]")
+    cols = _times(n, "nOut")
+    check.ndim(rec_name, Wrec, 2, f"[nOut, {cols}]")
     H = Wrec.shape[0]
-    check.shape(rec_name, Wrec, (H, n * H), f"[nOut, {n}*nOut]")
-    check.ndim("Wx", Wx, 2, f"[nIn, {n}*nOut]")
-    check.shape("Wx", Wx, (Wx.shape[0], n * H), f"[nIn, {n}*nOut] (nOut from {rec_name})")
+    check.shape(rec_name, Wrec, (H, n * H), f"[nOut, {cols}]")
+    check.ndim("Wx", Wx, 2, f"[nIn, {cols}]")
+    check.shape("Wx", Wx, (Wx.shape[0], n * H), f"[nIn, {cols}] (nOut from {rec_name})")
     return H
 
 
 def _check_torch(n, weight_ih, weight_hh, bias_ih, bias_hh):
     """PyTorch's weight_ih [n*H, I], weight_hh [n*H, H], biases [n*H] or None; returns H."""
-    check.ndim("weight_hh", weight_hh, 2, f"[{n}*hidden_size, hidden_size]")
+    rows = _times(n, "hidden_size")
+    check.ndim("weight_hh", weight_hh, 2, f"[{rows}, hidden_size]")
     H = weight_hh.shape[1]
-    check.shape("weight_hh", weight_hh, (n * H, H), f"[{n}*hidden_size, hidden_size]")
-    check.ndim("weight_ih", weight_ih, 2, f"[{n}*hidden_size, input_size]")
+    check.shape("weight_hh", weight_hh, (n * H, H), f"[{rows}, hidden_size]")
+    check.ndim("weight_ih", weight_ih, 2, f"[{rows}, input_size]")
     check.shape("weight_ih", weight_ih, (n * H, weight_ih.shape[1]),
-                f"[{n}*hidden_size, input_size] (hidden_size from weight_hh)")
+                f"[{rows}, input_size] (hidden_size from weight_hh)")
     for name, bias in (("bias_ih", bias_ih), ("bias_hh", bias_hh)):
         if bias is not None:
-            check.shape(name, bias, (n * H,), f"[{n}*hidden_size]")
+            check.shape(name, bias, (n * H,), f"[{rows}]")
     return H
 
 
@@ -541,12 +644,13 @@ def _check_keras(n, kernel, recurrent_kernel):
 def _check_onnx(n, W, R, direction):
     """ONNX's W [dirs, n*H, I], R [dirs, n*H, H] and a direction index in [0, dirs);
     returns (H, direction)."""
-    check.ndim("R", R, 3, f"[num_directions, {n}*hidden_size, hidden_size]")
+    rows = _times(n, "hidden_size")
+    check.ndim("R", R, 3, f"[num_directions, {rows}, hidden_size]")
     dirs, H = R.shape[0], R.shape[2]
-    check.shape("R", R, (dirs, n * H, H), f"[num_directions, {n}*hidden_size, hidden_size]")
-    check.ndim("W", W, 3, f"[num_directions, {n}*hidden_size, input_size]")
+    check.shape("R", R, (dirs, n * H, H), f"[num_directions, {rows}, hidden_size]")
+    check.ndim("W", W, 3, f"[num_directions, {rows}, input_size]")
     check.shape("W", W, (dirs, n * H, W.shape[2]),
-                f"[num_directions, {n}*hidden_size, input_size] (from R)")
+                f"[num_directions, {rows}, input_size] (from R)")
     if isinstance(direction, (bool, np.bool_)) or not isinstance(direction, numbers.Integral):
         raise TypeError(f"direction: expected an int, got {direction!r}")
     if not 0 <= direction < dirs:

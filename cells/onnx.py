@@ -1,9 +1,11 @@
-"""ONNX's GRU and LSTM operators (opset 14) on cells' kernels, and their gradients.
+"""ONNX's GRU, LSTM and RNN operators (opset 14) on cells' kernels, and their gradients.
 
-    gru(X, W, R, B, sequence_lens, initial_h, ...)                      -> (Y, Y_h)
+    gru(X, W, R, B, sequence_lens, initial_h, ...)                      -> GruOutputs(Y, Y_h)
     gru_bp(X, W, R, B, sequence_lens, initial_h, dY, dY_h, ...)         -> GruGrads
-    lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, ...)       -> (Y, Y_h, Y_c)
+    lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, ...)       -> LstmOutputs(Y, Y_h, Y_c)
     lstm_bp(..., P, dY, dY_h, dY_c, ...)                                -> LstmGrads
+    rnn(X, W, R, B, sequence_lens, initial_h, ...)                      -> RnnOutputs(Y, Y_h)
+    rnn_bp(X, W, R, B, sequence_lens, initial_h, dY, dY_h, ...)         -> RnnGrads
 
 Arguments, attributes, outputs and gate orders are ONNX's. Per direction, with ONNX's products
 Xt·Wᵀ, σ the logistic function, ∘ the elementwise product and Ht-1, Ct-1 the previous states:
@@ -24,10 +26,13 @@ Xt·Wᵀ, σ the logistic function, ∘ the elementwise product and Ht-1, Ct-1 t
       ot = σ(Xt·Woᵀ + Ht-1·Roᵀ + Po∘Ct + Wbo + Rbo)
       Ht = ot∘tanh(Ct)
 
+    RNN, one block in W [H, input], R [H, H], B = [Wb | Rb] [2H]:
+      Ht = f(Xt·Wᵀ + Ht-1·Rᵀ + Wb + Rb),   f = Tanh (the default) or Relu, for each direction
+
 direction="forward" runs t = 0 … seq_length-1, "reverse" the other way, "bidirectional" both
 (direction index 0 forward, 1 reverse, each with its own weights and initial states; Y holds both).
 The weights are mapped to cells' layout by cells.convert and each direction is one call of
-cells' time loop (gruTimeLoop, lstmLayerTimeLoop, and their backward).
+cells' time loop (gruTimeLoop, lstmLayerTimeLoop, rnnTimeLoop, and their backward).
 
 sequence_lens [batch_size] (integers in [0, seq_length]): row b runs only its first
 sequence_lens[b] steps (in reverse order for the reverse direction); Y is 0 at its other steps
@@ -43,21 +48,22 @@ so with layout=1 the kernels read a transposed copy of X (and of dY), and dX is 
 
 Arrays are float32 or float64 NumPy arrays of one dtype (ONNX Runtime runs float32 only), and
 the outputs have that dtype; sequence_lens is an integer array. Not implemented, and a
-NotImplementedError naming the attribute when given: activations other than the defaults,
-activation_alpha, activation_beta, clip (ONNX's clip bounds the gates' pre-activations, unlike
-cells' cell_clip) and input_forget=1.
+NotImplementedError naming the attribute when given: activations other than the defaults (for
+the RNN: other than Tanh or Relu for each direction), activation_alpha, activation_beta, clip
+(ONNX's clip bounds the gates' pre-activations, unlike cells' cell_clip) and input_forget=1.
+An RNN's Relu has the derivative 0 at 0 (as PyTorch's).
 
-Gradients: gru_bp and lstm_bp return the gradients of a loss L given dY = dL/dY, dY_h = dL/dY_h,
-dY_c = dL/dY_c (each may be None: zeros), in the ONNX shapes of the inputs. dX sums both
-directions. An omitted B, initial_h or initial_c gets the gradient it would have as zeros
-(so it can be trained from zeros); an omitted P gets dP = None (pass P = zeros to train
-peepholes). dL/dWb = dL/dRb: the two biases enter every pre-activation as a sum, except Rbh
-inside rt∘(…) of a linear_before_reset GRU.
+Gradients: gru_bp, lstm_bp and rnn_bp return the gradients of a loss L given dY = dL/dY,
+dY_h = dL/dY_h, dY_c = dL/dY_c (each may be None: zeros), in the ONNX shapes of the inputs.
+dX sums both directions. An omitted B, initial_h or initial_c gets the gradient it would have
+as zeros (so it can be trained from zeros); an omitted P gets dP = None (pass P = zeros to
+train peepholes). dL/dWb = dL/dRb: the two biases enter every pre-activation as a sum, except
+Rbh inside rt∘(…) of a linear_before_reset GRU.
 
 Every function also takes `n_threads` (as all of cells), and the forward ones
-`return_workspace=True`, which returns the per-direction workspaces as a last output; passing
-them as `workspace=` to the backward function (same inputs and attributes) skips recomputing
-the forward pass.
+`return_workspace=True`, which returns the outputs and the per-direction workspaces as a last
+field, `workspace` (GruOutputsWithWorkspace, ...); passing it as `workspace=` to the backward
+function (same inputs and attributes) skips recomputing the forward pass.
 """
 import numbers
 from typing import NamedTuple, Optional
@@ -65,9 +71,63 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from cells import _validate as check
-from cells.convert import gru_from_onnx, gru_to_onnx, lstm_from_onnx, lstm_to_onnx
+from cells.convert import (
+    _times, gru_from_onnx, gru_to_onnx, lstm_from_onnx, lstm_to_onnx, rnn_from_onnx, rnn_to_onnx,
+)
 from cells.gru import gruTimeLoop, gruTimeLoopBp
 from cells.lstm import lstmLayerTimeLoop, lstmLayerTimeLoopBp
+from cells.rnn import rnnTimeLoop, rnnTimeLoopBp
+
+
+class GruOutputs(NamedTuple):
+    """gru's outputs: Y [seq_length, num_directions, batch_size, hidden_size] (layout 1:
+    [batch_size, seq_length, num_directions, hidden_size]), Y_h shaped as initial_h."""
+
+    Y: np.ndarray
+    Y_h: np.ndarray
+
+
+class LstmOutputs(NamedTuple):
+    """lstm's outputs: Y as gru's, Y_h and Y_c shaped as initial_h."""
+
+    Y: np.ndarray
+    Y_h: np.ndarray
+    Y_c: np.ndarray
+
+
+class RnnOutputs(NamedTuple):
+    """rnn's outputs: Y and Y_h as gru's."""
+
+    Y: np.ndarray
+    Y_h: np.ndarray
+
+
+class GruOutputsWithWorkspace(NamedTuple):
+    """gru(..., return_workspace=True)'s outputs: GruOutputs' and the workspace for gru_bp
+    (a tuple of cells.GruWorkspace, one per direction)."""
+
+    Y: np.ndarray
+    Y_h: np.ndarray
+    workspace: tuple
+
+
+class LstmOutputsWithWorkspace(NamedTuple):
+    """lstm(..., return_workspace=True)'s outputs: LstmOutputs' and the workspace for lstm_bp
+    (a tuple of cells.LstmWorkspace, one per direction)."""
+
+    Y: np.ndarray
+    Y_h: np.ndarray
+    Y_c: np.ndarray
+    workspace: tuple
+
+
+class RnnOutputsWithWorkspace(NamedTuple):
+    """rnn(..., return_workspace=True)'s outputs: RnnOutputs' and the workspace for rnn_bp
+    (a tuple of cells.RnnWorkspace, one per direction)."""
+
+    Y: np.ndarray
+    Y_h: np.ndarray
+    workspace: tuple
 
 
 class GruGrads(NamedTuple):
@@ -94,6 +154,17 @@ class LstmGrads(NamedTuple):
     dP: Optional[np.ndarray]
 
 
+class RnnGrads(NamedTuple):
+    """rnn_bp's gradients, each with the ONNX shape of its input (B, initial_h: as given or
+    as if they were zeros)."""
+
+    dX: np.ndarray
+    dW: np.ndarray
+    dR: np.ndarray
+    dB: np.ndarray
+    dinitial_h: np.ndarray
+
+
 def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, *, direction="forward",
         linear_before_reset=0, layout=0, hidden_size=None, activations=None,
         activation_alpha=None, activation_beta=None, clip=None, return_workspace=False,
@@ -104,28 +175,20 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, *, direction="forwa
     sequence_lens [batch_size] or None (all seq_length), initial_h [num_directions, batch_size,
     hidden_size] (layout 1: [batch_size, num_directions, hidden_size]) or None (zeros).
 
-    Returns (Y, Y_h): Y [seq_length, num_directions, batch_size, hidden_size] (layout 1:
-    [batch_size, seq_length, num_directions, hidden_size]), Y_h shaped as initial_h. With
-    return_workspace=True returns (Y, Y_h, workspace), the workspace for gru_bp.
+    Returns GruOutputs(Y, Y_h): Y [seq_length, num_directions, batch_size, hidden_size]
+    (layout 1: [batch_size, seq_length, num_directions, hidden_size]), Y_h shaped as initial_h.
+    With return_workspace=True returns GruOutputsWithWorkspace(Y, Y_h, workspace), the
+    workspace for gru_bp.
     """
     lbr = _binary("linear_before_reset", linear_before_reset) == 1
     keep = check.flag("return_workspace", return_workspace)
     dims = _check_call(_GRU, X, W, R, direction, layout, hidden_size,
                        (activations, activation_alpha, activation_beta, clip),
                        B=B, sequence_lens=sequence_lens, initial_h=initial_h)
-    x = _time_major(X, dims.layout)
-    Y, Y_h = _zeros(dims, "Y", X.dtype), _zeros(dims, "Y_h", X.dtype)
-    workspaces = []
-    for d, forward in enumerate(dims.forwards):
-        Wx, Wh, b = gru_from_onnx(W, R, B, direction=d)
-        hI = _initial_state(initial_h, d, dims, X.dtype)
-        out = gruTimeLoop(x, hI, Wx, Wh, b, linear_before_reset=lbr, seq_len=sequence_lens,
-                          forward=forward, return_workspace=keep, n_threads=n_threads)
-        h, ws = out if keep else (out, None)
-        _sequence(Y, d, dims.layout)[...] = h
-        _state(Y_h, d, dims.layout)[...] = _final_state(h, hI, sequence_lens, forward)
-        workspaces.append(ws)
-    return (Y, Y_h, tuple(workspaces)) if keep else (Y, Y_h)
+    Y, Y_h, workspaces = _forward_h(
+        dims, gruTimeLoop, gru_from_onnx, (W, R, B), X, initial_h, sequence_lens,
+        [{"linear_before_reset": lbr}] * len(dims.forwards), keep, n_threads)
+    return GruOutputsWithWorkspace(Y, Y_h, workspaces) if keep else GruOutputs(Y, Y_h)
 
 
 def gru_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, dY=None, dY_h=None, *,
@@ -144,22 +207,9 @@ def gru_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, dY=None, dY_h=No
     dims = _check_call(_GRU, X, W, R, direction, layout, hidden_size,
                        (activations, activation_alpha, activation_beta, clip),
                        B=B, sequence_lens=sequence_lens, initial_h=initial_h, dY=dY, dY_h=dY_h)
-    workspaces = _workspaces(workspace, dims)
-    x = _time_major(X, dims.layout)
-    dX, dW, dR, dB, dinitial_h = (_zeros(dims, name, X.dtype)
-                                  for name in ("X", "W", "R", "B", "initial_h"))
-    for d, forward in enumerate(dims.forwards):
-        Wx, Wh, b = gru_from_onnx(W, R, B, direction=d)
-        dx, dhI, dWx, dWh, db = gruTimeLoopBp(
-            x, _initial_state(initial_h, d, dims, X.dtype), Wx, Wh, b,
-            _sequence(dY, d, dims.layout), dLdhLast=_state(dY_h, d, dims.layout),
-            workspace=workspaces[d], linear_before_reset=lbr, seq_len=sequence_lens,
-            forward=forward, n_threads=n_threads)
-        _add_time_major(dX, dx, dims.layout)
-        W_d, R_d, B_d = gru_to_onnx(dWx, dWh, db)
-        dW[d], dR[d], dB[d] = W_d[0], R_d[0], B_d[0]
-        _state(dinitial_h, d, dims.layout)[...] = dhI
-    return GruGrads(dX, dW, dR, dB, dinitial_h)
+    return GruGrads(*_backward_h(
+        dims, gruTimeLoopBp, gru_from_onnx, gru_to_onnx, (W, R, B), X, initial_h, sequence_lens,
+        dY, dY_h, [{"linear_before_reset": lbr}] * len(dims.forwards), workspace, n_threads))
 
 
 def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
@@ -171,8 +221,9 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
     8*hidden_size] or None (zeros), initial_c shaped as initial_h or None (zeros),
     P [num_directions, 3*hidden_size] or None (no peepholes).
 
-    Returns (Y, Y_h, Y_c): Y as gru's, Y_h and Y_c shaped as initial_h. With
-    return_workspace=True returns (Y, Y_h, Y_c, workspace), the workspace for lstm_bp.
+    Returns LstmOutputs(Y, Y_h, Y_c): Y as gru's, Y_h and Y_c shaped as initial_h. With
+    return_workspace=True returns LstmOutputsWithWorkspace(Y, Y_h, Y_c, workspace), the
+    workspace for lstm_bp.
     """
     _check_input_forget(input_forget)
     keep = check.flag("return_workspace", return_workspace)
@@ -195,7 +246,9 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
         _state(Y_h, d, dims.layout)[...] = hL
         _state(Y_c, d, dims.layout)[...] = cL
         workspaces.append(ws)
-    return (Y, Y_h, Y_c, tuple(workspaces)) if keep else (Y, Y_h, Y_c)
+    if keep:
+        return LstmOutputsWithWorkspace(Y, Y_h, Y_c, tuple(workspaces))
+    return LstmOutputs(Y, Y_h, Y_c)
 
 
 def lstm_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
@@ -241,21 +294,118 @@ def lstm_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None,
     return LstmGrads(dX, dW, dR, dB, dinitial_h, dinitial_c, dP)
 
 
+def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, *, direction="forward", layout=0,
+        hidden_size=None, activations=None, activation_alpha=None, activation_beta=None,
+        clip=None, return_workspace=False, n_threads=None):
+    """ONNX RNN. X, sequence_lens, initial_h as gru; W [num_directions, hidden_size,
+    input_size], R [num_directions, hidden_size, hidden_size], B [num_directions,
+    2*hidden_size] or None (zeros); activations None (Tanh) or one of "Tanh", "Relu" for each
+    direction.
+
+    Returns RnnOutputs(Y, Y_h), shaped as gru's. With return_workspace=True returns
+    RnnOutputsWithWorkspace(Y, Y_h, workspace), the workspace for rnn_bp.
+    """
+    keep = check.flag("return_workspace", return_workspace)
+    dims = _check_call(_RNN, X, W, R, direction, layout, hidden_size,
+                       (activations, activation_alpha, activation_beta, clip),
+                       B=B, sequence_lens=sequence_lens, initial_h=initial_h)
+    Y, Y_h, workspaces = _forward_h(dims, rnnTimeLoop, rnn_from_onnx, (W, R, B), X, initial_h,
+                                    sequence_lens, _rnn_options(dims), keep, n_threads)
+    return RnnOutputsWithWorkspace(Y, Y_h, workspaces) if keep else RnnOutputs(Y, Y_h)
+
+
+def rnn_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, dY=None, dY_h=None, *,
+           direction="forward", layout=0, hidden_size=None, activations=None,
+           activation_alpha=None, activation_beta=None, clip=None, workspace=None,
+           n_threads=None):
+    """Gradients of ONNX RNN: the arguments and attributes of rnn, and dY (Y's shape), dY_h
+    (Y_h's shape), the gradients arriving at its outputs (None: zeros). `workspace`, from
+    rnn(..., return_workspace=True) on the same inputs and attributes, skips recomputing the
+    forward pass.
+
+    Returns RnnGrads(dX, dW, dR, dB, dinitial_h), each in the ONNX shape of its input; dB and
+    dinitial_h also when B or initial_h was None (the gradient as if it were zeros).
+    dB = [dWb | dRb] with dWb = dRb (the biases enter as a sum).
+    """
+    dims = _check_call(_RNN, X, W, R, direction, layout, hidden_size,
+                       (activations, activation_alpha, activation_beta, clip),
+                       B=B, sequence_lens=sequence_lens, initial_h=initial_h, dY=dY, dY_h=dY_h)
+    return RnnGrads(*_backward_h(
+        dims, rnnTimeLoopBp, rnn_from_onnx, rnn_to_onnx, (W, R, B), X, initial_h, sequence_lens,
+        dY, dY_h, _rnn_options(dims), workspace, n_threads))
+
+
+# ---------------------------------------------------------------------------------------------
+# One time loop per direction, for the operators whose only state is h (GRU, RNN)
+# ---------------------------------------------------------------------------------------------
+
+def _forward_h(dims, loop, from_onnx, weights, X, initial_h, sequence_lens, options, keep,
+               n_threads):
+    """(Y, Y_h, workspaces) of a checked call, each direction d one call of cells' time loop
+    `loop` on from_onnx(*weights, direction=d) with the keywords options[d]; workspaces holds
+    one per direction with `keep` (the call's return_workspace), else Nones."""
+    x = _time_major(X, dims.layout)
+    Y, Y_h = _zeros(dims, "Y", X.dtype), _zeros(dims, "Y_h", X.dtype)
+    workspaces = []
+    for d, forward in enumerate(dims.forwards):
+        Wx, Wh, b = from_onnx(*weights, direction=d)
+        hI = _initial_state(initial_h, d, dims, X.dtype)
+        out = loop(x, hI, Wx, Wh, b, seq_len=sequence_lens, forward=forward,
+                   return_workspace=keep, n_threads=n_threads, **options[d])
+        h, ws = out if keep else (out, None)
+        _sequence(Y, d, dims.layout)[...] = h
+        _state(Y_h, d, dims.layout)[...] = _final_state(h, hI, sequence_lens, forward)
+        workspaces.append(ws)
+    return Y, Y_h, tuple(workspaces)
+
+
+def _backward_h(dims, loop_bp, from_onnx, to_onnx, weights, X, initial_h, sequence_lens, dY,
+                dY_h, options, workspace, n_threads):
+    """(dX, dW, dR, dB, dinitial_h) of a checked call, each direction d one call of cells'
+    backward time loop `loop_bp` on from_onnx(*weights, direction=d) with the keywords
+    options[d], its weight gradients mapped back by to_onnx."""
+    workspaces = _workspaces(workspace, dims)
+    x = _time_major(X, dims.layout)
+    dX, dW, dR, dB, dinitial_h = (_zeros(dims, name, X.dtype)
+                                  for name in ("X", "W", "R", "B", "initial_h"))
+    for d, forward in enumerate(dims.forwards):
+        Wx, Wh, b = from_onnx(*weights, direction=d)
+        dx, dhI, dWx, dWh, db = loop_bp(
+            x, _initial_state(initial_h, d, dims, X.dtype), Wx, Wh, b,
+            _sequence(dY, d, dims.layout), dLdhLast=_state(dY_h, d, dims.layout),
+            workspace=workspaces[d], seq_len=sequence_lens, forward=forward,
+            n_threads=n_threads, **options[d])
+        _add_time_major(dX, dx, dims.layout)
+        W_d, R_d, B_d = to_onnx(dWx, dWh, db)
+        dW[d], dR[d], dB[d] = W_d[0], R_d[0], B_d[0]
+        _state(dinitial_h, d, dims.layout)[...] = dhI
+    return dX, dW, dR, dB, dinitial_h
+
+
+def _rnn_options(dims):
+    """cells' keyword options of each direction of an RNN: its activation."""
+    return [{"activation": _CELLS_ACTIVATIONS[names[0]]} for names in dims.activations]
+
+
 # ---------------------------------------------------------------------------------------------
 # Attributes
 # ---------------------------------------------------------------------------------------------
 
 class _Op(NamedTuple):
-    """What differs between the ONNX GRU and LSTM for the checks: the number of gate blocks
-    and the default activations (one direction's)."""
+    """What differs between the ONNX GRU, LSTM and RNN for the checks: the number of gate
+    blocks and the activations one direction may have (ONNX names), the default first."""
 
     name: str
     gates: int
     activations: tuple
 
 
-_GRU = _Op("GRU", 3, ("Sigmoid", "Tanh"))
-_LSTM = _Op("LSTM", 4, ("Sigmoid", "Tanh", "Tanh"))
+_GRU = _Op("GRU", 3, (("Sigmoid", "Tanh"),))
+_LSTM = _Op("LSTM", 4, (("Sigmoid", "Tanh", "Tanh"),))
+_RNN = _Op("RNN", 1, (("Tanh",), ("Relu",)))
+
+# An RNN's ONNX activation -> cells' activation option.
+_CELLS_ACTIVATIONS = {"Tanh": "tanh", "Relu": "relu"}
 
 # direction -> the `forward` flag of cells' time loop for each direction index.
 _DIRECTIONS = {"forward": (True,), "reverse": (False,), "bidirectional": (True, False)}
@@ -275,13 +425,23 @@ def _check_input_forget(value):
 
 def _check_unsupported(op, num_directions, activations, activation_alpha, activation_beta,
                        clip):
-    """NotImplementedError for an attribute that asks for other math than the default:
-    activations other than the defaults (listed once per direction, as ONNX does), any
-    activation_alpha or activation_beta (None or empty is the default), any clip."""
-    defaults = list(op.activations) * num_directions
-    if activations is not None and list(activations) != defaults:
-        raise NotImplementedError(f"activations: only the defaults {defaults} are implemented "
-                                  f"for {op.name}, got {activations!r}")
+    """NotImplementedError for an attribute that asks for math cells does not implement:
+    activations (listed one direction after the other, as ONNX does) other than op.activations
+    for each direction, any activation_alpha or activation_beta (None or empty is the default),
+    any clip. Returns each direction's activations, a tuple of ONNX names (op's defaults when
+    activations is None)."""
+    if activations is None:
+        per_direction = (op.activations[0],) * num_directions
+    else:
+        n = len(op.activations[0])
+        given = tuple(activations)
+        per_direction = tuple(given[k:k + n] for k in range(0, n * num_directions, n))
+        if len(given) != n * num_directions or any(a not in op.activations
+                                                   for a in per_direction):
+            choices = " or ".join(str(list(a)) for a in op.activations)
+            raise NotImplementedError(
+                f"activations: only {choices} for each of the {num_directions} direction(s) "
+                f"is implemented for {op.name}, got {activations!r}")
     for name, value in (("activation_alpha", activation_alpha),
                         ("activation_beta", activation_beta)):
         if value is not None and not (isinstance(value, (list, tuple)) and len(value) == 0):
@@ -290,6 +450,7 @@ def _check_unsupported(op, num_directions, activations, activation_alpha, activa
     if clip is not None:
         raise NotImplementedError(f"clip: not implemented (ONNX's clip bounds the gates' "
                                   f"pre-activations; cells has no such clipping), got {clip!r}")
+    return per_direction
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,6 +467,7 @@ class _Dims(NamedTuple):
     hidden_size: int
     forwards: tuple  # cells' `forward` flag for each direction index
     layout: int
+    activations: tuple  # the ONNX activations of each direction index
 
 
 def _shapes(dims):
@@ -320,10 +482,11 @@ def _shapes(dims):
         x = ((b, s, i), "[batch_size, seq_length, input_size] (layout=1)")
         y = ((b, s, n, h), "[batch_size, seq_length, num_directions, hidden_size] (layout=1)")
         state = ((b, n, h), "[batch_size, num_directions, hidden_size] (layout=1)")
+    rows = _times(g, "hidden_size")
     return {
         "X": x,
-        "W": ((n, g * h, i), f"[num_directions, {g}*hidden_size, input_size]"),
-        "R": ((n, g * h, h), f"[num_directions, {g}*hidden_size, hidden_size]"),
+        "W": ((n, g * h, i), f"[num_directions, {rows}, input_size]"),
+        "R": ((n, g * h, h), f"[num_directions, {rows}, hidden_size]"),
         "B": ((n, 2 * g * h), f"[num_directions, {2 * g}*hidden_size]"),
         "P": ((n, 3 * h), "[num_directions, 3*hidden_size]"),
         "initial_h": state, "initial_c": state,
@@ -344,13 +507,13 @@ def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **opti
     if not isinstance(direction, str) or direction not in _DIRECTIONS:
         raise ValueError(f"direction: expected one of {list(_DIRECTIONS)}, got {direction!r}")
     forwards = _DIRECTIONS[direction]
-    _check_unsupported(op, len(forwards), *unsupported)
+    activations = _check_unsupported(op, len(forwards), *unsupported)
     layout = _binary("layout", layout)
     lengths = optional.pop("sequence_lens")
     check.real_arrays(optional=optional, X=X, W=W, R=R, **optional)
     check.ndim("X", X, 3, "[seq_length, batch_size, input_size]" if layout == 0 else
                "[batch_size, seq_length, input_size] (layout=1)")
-    check.ndim("R", R, 3, f"[num_directions, {op.gates}*hidden_size, hidden_size]")
+    check.ndim("R", R, 3, f"[num_directions, {_times(op.gates, 'hidden_size')}, hidden_size]")
     H = R.shape[2]
     if hidden_size is not None:
         if isinstance(hidden_size, bool) or not isinstance(hidden_size, numbers.Integral):
@@ -358,7 +521,7 @@ def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **opti
         if hidden_size != H:
             raise ValueError(f"hidden_size: expected R's last dimension {H}, got {hidden_size}")
     seq_length, batch_size = X.shape[:2] if layout == 0 else X.shape[1::-1]
-    dims = _Dims(op, seq_length, batch_size, X.shape[2], H, forwards, layout)
+    dims = _Dims(op, seq_length, batch_size, X.shape[2], H, forwards, layout, activations)
     shapes = _shapes(dims)
     for name, a in (("W", W), ("R", R), *optional.items()):
         if a is not None:
@@ -423,7 +586,7 @@ def _initial_state(S, d, dims, dtype):
 
 
 def _final_state(h, hI, lengths, forward):
-    """A GRU direction's Y_h [batch_size, hidden_size] from its outputs h [seq_length,
+    """A GRU's or RNN's direction's Y_h [batch_size, hidden_size] from its outputs h [seq_length,
     batch_size, hidden_size]: the state after each row's last step (time lengths-1 going
     forward, 0 in reverse), the initial state hI for a row of length 0."""
     seq_length, batch_size, _ = h.shape

@@ -1,6 +1,6 @@
-"""cells.convert without other frameworks: round trips, the block cell, folding a GRU bias, and
-bad arguments. The converters against the real frameworks are in test_convert_torch.py,
-test_convert_onnx.py and test_convert_keras.py.
+"""cells.convert without other frameworks: round trips (GRU, LSTM, RNN), the block cell,
+folding a GRU bias, and bad arguments. The converters against the real frameworks are in
+test_convert_torch.py, test_convert_onnx.py and test_convert_keras.py.
 
 Round trips are exact (the maps only move values, or add a zero): compared with array_equal,
 with the dtype kept, the outputs C-contiguous and sharing no memory with the inputs.
@@ -122,6 +122,35 @@ def test_lstm_from_to_is_identity(target, with_bias, dtype):
         assert P is None and convert.lstm_from_onnx(W, R, B)[3] is None
 
 
+@pytest.mark.parametrize("target", ["torch", "onnx"])
+@pytest.mark.parametrize("two_rows", [False, True], ids=["b1", "b2"])
+def test_rnn_from_to_is_identity(target, two_rows, dtype):
+    """An RNN's b [H] comes back as [b, 0], b [2, H] as it is."""
+    rng = np.random.default_rng(350 + two_rows)
+    Wx, Wh = _normal(rng, dtype, N_IN, H), _normal(rng, dtype, H, H)
+    b = _normal(rng, dtype, *((2, H) if two_rows else (H,)))
+    b_back = b if two_rows else np.stack([b, np.zeros_like(b)])
+    to, back = {"torch": (convert.rnn_to_torch, convert.rnn_from_torch),
+                "onnx": (convert.rnn_to_onnx, convert.rnn_from_onnx)}[target]
+    converted = to(Wx, Wh, b)
+    _assert_same(back(*converted), (Wx, Wh, b_back), (Wx, Wh, b) + tuple(converted))
+
+
+def test_rnn_to_from_is_identity(dtype):
+    """PyTorch's and ONNX's (per direction) RNN layouts are bijections with cells'."""
+    rng = np.random.default_rng(360)
+    torch_arrays = (_normal(rng, dtype, H, N_IN), _normal(rng, dtype, H, H),
+                    _normal(rng, dtype, H), _normal(rng, dtype, H))
+    converted = convert.rnn_from_torch(*torch_arrays)
+    _assert_same(convert.rnn_to_torch(*converted), torch_arrays, torch_arrays + converted)
+    onnx_arrays = (_normal(rng, dtype, 2, H, N_IN), _normal(rng, dtype, 2, H, H),
+                   _normal(rng, dtype, 2, 2 * H))
+    for d in (0, 1):
+        converted = convert.rnn_from_onnx(*onnx_arrays, direction=d)
+        _assert_same(convert.rnn_to_onnx(*converted), tuple(a[d:d + 1] for a in onnx_arrays),
+                     onnx_arrays + converted)
+
+
 def test_lstm_to_from_keeps_weights_and_sums_biases(dtype):
     """PyTorch's and ONNX's two biases come back summed into the first, the second zero; Keras's
     layout and every weight matrix and peephole come back exactly."""
@@ -155,6 +184,10 @@ def test_missing_biases_are_zeros(dtype):
     W, R = _normal(rng, dtype, 1, 4 * H, N_IN), _normal(rng, dtype, 1, 4 * H, H)
     b = convert.lstm_from_onnx(W, R)[2]
     assert b.shape == (4 * H,) and b.dtype == dtype and not b.any()
+    b = convert.rnn_from_torch(w_ih[:H], w_hh[:H])[2]
+    assert b.shape == (2, H) and b.dtype == dtype and not b.any()
+    b = convert.rnn_from_onnx(W[:, :H], R[:, :H])[2]
+    assert b.shape == (2, H) and b.dtype == dtype and not b.any()
 
 
 def test_array_likes_and_memory_orders():
@@ -323,6 +356,23 @@ BAD_SHAPES = [  # (function, arguments, the message's start, the given shape)
      "P: expected shape (1, 9)", (1, 12)),
     (convert.lstm_from_onnx, (_z(1, 12, 4), _z(1, 12, 3), _z(1, 12)),
      "B: expected shape (1, 24)", (1, 12)),
+    (convert.rnn_from_torch, (_z(3, 4), _z(3, 2)),
+     "weight_hh: expected shape (2, 2) = [hidden_size, hidden_size]", (3, 2)),
+    (convert.rnn_from_torch, (_z(2, 4), _z(3, 3)),
+     "weight_ih: expected shape (3, 4) = [hidden_size, input_size]", (2, 4)),
+    (convert.rnn_from_torch, (_z(3, 4), _z(3, 3), None, _z(9)),
+     "bias_hh: expected shape (3,) = [hidden_size]", (9,)),
+    (convert.rnn_to_torch, (_z(4, 3), _z(3, 3), _z(3, 3)),
+     "b: expected shape (3,) = [nOut] or (2, 3) = [2, nOut] (rows bx, bh)", (3, 3)),
+    (convert.rnn_to_torch, (_z(4, 3), _z(3, 9), _z(3)), "Wh: expected shape (3, 3) = [nOut, nOut]",
+     (3, 9)),
+    (convert.rnn_to_onnx, (_z(4, 2), _z(3, 3), _z(3)),
+     "Wx: expected shape (4, 3) = [nIn, nOut] (nOut from Wh)", (4, 2)),
+    (convert.rnn_from_onnx, (_z(1, 3, 4), _z(1, 9, 3)),
+     "R: expected shape (1, 3, 3) = [num_directions, hidden_size, hidden_size]", (1, 9, 3)),
+    (convert.rnn_from_onnx, (_z(1, 3, 4), _z(1, 3, 3), _z(1, 3)),
+     "B: expected shape (1, 6) = [num_directions, 2*hidden_size]", (1, 3)),
+    (convert.rnn_from_onnx, (_z(3, 4), _z(1, 3, 3)), "W: expected a 3-d array", (3, 4)),
 ]
 
 
@@ -350,6 +400,14 @@ def test_bad_dtypes(args, message):
         convert.gru_to_onnx(*args)
 
 
+def test_rnn_bad_dtypes():
+    with pytest.raises(TypeError, match="^" + re.escape(f"b: {NOT_REAL} int64")):
+        convert.rnn_to_onnx(_z(4, 3), _z(3, 3), np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match="^" + re.escape(
+            "weight_hh: expected dtype float64 (the dtype of weight_ih), got float32")):
+        convert.rnn_from_torch(_z(3, 4), _z(3, 3).astype(np.float32))
+
+
 def test_bad_direction():
     W, R = _z(2, 9, 4), _z(2, 9, 3)
     with pytest.raises(ValueError, match=re.escape("direction: expected an index in [0, 2)")):
@@ -359,6 +417,8 @@ def test_bad_direction():
     for bad in (True, 1.0, "1"):
         with pytest.raises(TypeError, match="direction: expected an int"):
             convert.gru_from_onnx(W, R, direction=bad)
+    with pytest.raises(ValueError, match=re.escape("direction: expected an index in [0, 2)")):
+        convert.rnn_from_onnx(_z(2, 3, 4), _z(2, 3, 3), direction=2)
     assert convert.gru_from_onnx(W, R, direction=np.int64(1))[0].shape == (4, 9)
 
 

@@ -1,5 +1,5 @@
-"""cells.convert's ONNX converters against ONNX Runtime: single-node GRU / LSTM models (opset 14,
-float32, ORT has no float64 RNNs) whose weights are initializers in ONNX's layout.
+"""cells.convert's ONNX converters against ONNX Runtime: single-node GRU / LSTM / RNN models
+(opset 14, float32, ORT has no float64 RNNs) whose weights are initializers in ONNX's layout.
 
 from_onnx: random ONNX weights of a bidirectional node; each direction, converted, runs in cells
 (direction 1 with forward=False) and must give the node's Y and Y_h (Y_c). to_onnx: random
@@ -26,9 +26,10 @@ F32 = np.float32
 
 
 def _run(op, inits, x, states, H, **attributes):
-    """Run a single-node ONNX `op` ("GRU" or "LSTM") with the initializers `inits` (W, R, B and
-    for an LSTM possibly P, float32 [dirs, ...]) on x [sL, bS, nIn] and the initial states
-    (initial_h, and initial_c for an LSTM, [dirs, bS, H]); return its outputs."""
+    """Run a single-node ONNX `op` ("GRU", "LSTM", "RNN") with the initializers `inits` (W, R, B
+    and for an LSTM possibly P, float32 [dirs, ...]) on x [sL, bS, nIn] and the initial states
+    (initial_h, and initial_c for an LSTM, [dirs, bS, H]); return its outputs; `attributes`
+    are the node's (an RNN's activations, ...)."""
     sL, bS, n_in = x.shape
     dirs = inits["W"].shape[0]
     state_names = ["initial_h", "initial_c"][:len(states)]
@@ -125,3 +126,39 @@ def test_lstm_to_onnx_matches_onnxruntime(peepholes):
         h, hL, cL = cells.lstmLayerTimeLoop(x, Wx, Wr, b, h0[d], c0[d], Wp=Wp, forward=d == 0)
         assert_close(h, Y[:, d], F32_FWD_TOL, f"Y[:, {d}]", F32)
         assert_close(cL, Y_c[d], F32_FWD_TOL, f"Y_c[{d}]", F32)
+
+
+# A bidirectional RNN node's activations (one per direction) and cells' for each direction.
+RNN_ACTIVATIONS = {"tanh": ["Tanh", "Tanh"], "relu": ["Relu", "Relu"],
+                   "tanh_relu": ["Tanh", "Relu"]}
+
+
+@pytest.mark.parametrize("sL,bS,n_in,H", SHAPES)
+@pytest.mark.parametrize("activations", list(RNN_ACTIVATIONS))
+def test_rnn_from_onnx_matches_onnxruntime(activations, sL, bS, n_in, H):
+    rng = np.random.default_rng(7400 + sL + H + len(activations))
+    inits = {"W": _normal(rng, 2, H, n_in), "R": _normal(rng, 2, H, H), "B": _normal(rng, 2, 2 * H)}
+    x, h0 = _normal(rng, sL, bS, n_in), _normal(rng, 2, bS, H)
+    names = RNN_ACTIVATIONS[activations]
+    Y, Y_h = _run("RNN", inits, x, [h0], H, activations=names)
+    for d in (0, 1):
+        Wx, Wh, b = convert.rnn_from_onnx(inits["W"], inits["R"], inits["B"], direction=d)
+        assert b.shape == (2, H) and Wx.dtype == F32
+        h = cells.rnnTimeLoop(x, h0[d], Wx, Wh, b, activation=names[d].lower(), forward=d == 0)
+        assert_close(h, Y[:, d], F32_FWD_TOL, f"Y[:, {d}]", F32)
+        assert_close(h[-1] if d == 0 else h[0], Y_h[d], F32_FWD_TOL, f"Y_h[{d}]", F32)
+
+
+@pytest.mark.parametrize("two_rows", [False, True], ids=["b1", "b2"])
+def test_rnn_to_onnx_matches_onnxruntime(two_rows):
+    sL, bS, n_in, H = 4, 3, 5, 3
+    rng = np.random.default_rng(7500 + two_rows)
+    models = [(_normal(rng, n_in, H), _normal(rng, H, H),
+               _normal(rng, *((2, H) if two_rows else (H,)))) for _ in range(2)]
+    x, h0 = _normal(rng, sL, bS, n_in), _normal(rng, 2, bS, H)
+    W, R, B = (np.concatenate(parts) for parts in zip(*(convert.rnn_to_onnx(*m) for m in models)))
+    names = RNN_ACTIVATIONS["tanh_relu"]
+    Y, Y_h = _run("RNN", {"W": W, "R": R, "B": B}, x, [h0], H, activations=names)
+    for d, (Wx, Wh, b) in enumerate(models):
+        h = cells.rnnTimeLoop(x, h0[d], Wx, Wh, b, activation=names[d].lower(), forward=d == 0)
+        assert_close(h, Y[:, d], F32_FWD_TOL, f"Y[:, {d}]", F32)

@@ -1,4 +1,5 @@
-"""cells.convert's PyTorch converters against torch.nn.GRU / LSTM / GRUCell / LSTMCell (float64).
+"""cells.convert's PyTorch converters against torch.nn.GRU / LSTM / RNN / GRUCell / LSTMCell /
+RNNCell (float64; the RNNs with either nonlinearity).
 
 Each module has random weights; from_torch_module converts them, cells runs every layer and
 direction (reverse: forward=False; layer l > 0 on the concatenated outputs of layer l-1), and
@@ -21,6 +22,10 @@ from gru_reference import F64_TOL, assert_close
 torch = pytest.importorskip("torch")
 
 TORCH_NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+# The modules of each family: (torch.nn class name, its options).
+MODULES = {"gru": ("GRU", {}), "lstm": ("LSTM", {}),
+           "rnn_tanh": ("RNN", {"nonlinearity": "tanh"}),
+           "rnn_relu": ("RNN", {"nonlinearity": "relu"})}
 
 
 def _random_module(kind, n_in, H, seed, **options):
@@ -37,21 +42,30 @@ def _leaf(a):
     return torch.from_numpy(np.ascontiguousarray(a)).requires_grad_(True)
 
 
+def _h_loops(rnn):
+    """cells' time loop, its backward and their options for a converted GRU or RNN (whose only
+    state is h)."""
+    if rnn.family == "gru":
+        return cells.gruTimeLoop, cells.gruTimeLoopBp, {"linear_before_reset": True}
+    return cells.rnnTimeLoop, cells.rnnTimeLoopBp, {"activation": rnn.activation}
+
+
 def _cells_stack(rnn, x, h0, c0, dLdY, dLdhN, dLdcN):
     """Run the converted module `rnn` (a TorchRNN) in cells on time-major x [sL, bS, nIn] with
     initial states [layers*dirs, bS, H], then backpropagate dLdY [sL, bS, dirs*H] and dLdhN,
-    dLdcN [layers*dirs, bS, H]. Returns (Y, hN, cN (None for a GRU), dLdx, grads) where
+    dLdcN [layers*dirs, bS, H]. Returns (Y, hN, cN (None for a GRU or RNN), dLdx, grads) where
     grads[l][d] = cells' weight gradients (dLdWx, dLdWh or dLdWr, dLdb)."""
     dirs = len(rnn.layers[0])
-    gru = rnn.family == "gru"
+    lstm = rnn.family == "lstm"
+    if not lstm:
+        loop, loop_bp, options = _h_loops(rnn)
     inputs, hN, cN = [x], [], []
     for layer, directions in enumerate(rnn.layers):
         outs = []
         for d, weights in enumerate(directions):
             k, forward = layer * dirs + d, d == 0
-            if gru:
-                h = cells.gruTimeLoop(inputs[-1], h0[k], *weights, linear_before_reset=True,
-                                      forward=forward)
+            if not lstm:
+                h = loop(inputs[-1], h0[k], *weights, forward=forward, **options)
                 hL, cL = (h[-1] if forward else h[0]), None
             else:
                 h, hL, cL = cells.lstmLayerTimeLoop(inputs[-1], *weights, h0[k], c0[k],
@@ -68,10 +82,9 @@ def _cells_stack(rnn, x, h0, c0, dLdY, dLdhN, dLdcN):
         dLdin, grads[layer] = 0, []
         for d, weights in enumerate(rnn.layers[layer]):
             k, forward, dLdh = layer * dirs + d, d == 0, dLdout[..., d * H:(d + 1) * H]
-            if gru:
-                dx, _, *g = cells.gruTimeLoopBp(inputs[layer], h0[k], *weights, dLdh,
-                                                dLdhLast=dLdhN[k], linear_before_reset=True,
-                                                forward=forward)
+            if not lstm:
+                dx, _, *g = loop_bp(inputs[layer], h0[k], *weights, dLdh, dLdhLast=dLdhN[k],
+                                    forward=forward, **options)
             else:
                 dx, *g, _, _, _ = cells.lstmLayerTimeLoopBp(
                     inputs[layer], *weights, h0[k], c0[k], dLdh, dLdhL=dLdhN[k],
@@ -79,16 +92,20 @@ def _cells_stack(rnn, x, h0, c0, dLdY, dLdhN, dLdcN):
             dLdin = dLdin + dx
             grads[layer].append(tuple(g))
         dLdout = dLdin
-    return inputs[-1], np.stack(hN), None if gru else np.stack(cN), dLdout, grads
+    return inputs[-1], np.stack(hN), np.stack(cN) if lstm else None, dLdout, grads
 
 
 def _assert_grads_follow_the_rule(family, cells_grads, torch_grads, has_bias):
     """The gradient rule of cells.convert, both ways, for one layer and direction.
     torch_grads: the autograd gradients of (weight_ih, weight_hh, bias_ih, bias_hh)."""
     g_ih, g_hh, g_bih, g_bhh = torch_grads
-    if family == "gru":
-        mapped = convert.gru_to_torch(*cells_grads, linear_before_reset=True)
-        back = convert.gru_from_torch(g_ih, g_hh, g_bih, g_bhh)
+    if family in ("gru", "rnn"):
+        if family == "gru":
+            mapped = convert.gru_to_torch(*cells_grads, linear_before_reset=True)
+            back = convert.gru_from_torch(g_ih, g_hh, g_bih, g_bhh)
+        else:  # the two biases are summands: both rows of dLdb are torch's two bias gradients
+            mapped = convert.rnn_to_torch(*cells_grads)
+            back = convert.rnn_from_torch(g_ih, g_hh, g_bih, g_bhh)
         expected = torch_grads if has_bias else torch_grads[:2]
         for name, m, t in zip(TORCH_NAMES, mapped, expected):
             assert_close(m, t, F64_TOL, "d" + name)
@@ -127,19 +144,23 @@ def _assert_grads_follow_the_rule(family, cells_grads, torch_grads, has_bias):
                  "dLdb = half of lstm_from_onnx(dB)")
 
 
-@pytest.mark.parametrize("family", ["gru", "lstm"])
+@pytest.mark.parametrize("module_name", list(MODULES))
 @pytest.mark.parametrize("num_layers,bidirectional,batch_first,bias", [
     (1, False, False, True),
     (2, True, True, True),
     (2, True, False, False),
     (3, False, True, True),
 ])
-def test_from_torch_module_matches_torch(family, num_layers, bidirectional, batch_first, bias):
+def test_from_torch_module_matches_torch(module_name, num_layers, bidirectional, batch_first,
+                                         bias):
     sL, bS, n_in, H = 5, 3, 4, 3
     dirs = 2 if bidirectional else 1
-    module = _random_module(family.upper(), n_in, H, 100 + num_layers + 2 * dirs, bias=bias,
+    kind, options = MODULES[module_name]
+    family = kind.lower()
+    module = _random_module(kind, n_in, H, 100 + num_layers + 2 * dirs, bias=bias,
                             num_layers=num_layers, bidirectional=bidirectional,
-                            batch_first=batch_first, dropout=0.25 if num_layers > 1 else 0.0)
+                            batch_first=batch_first, dropout=0.25 if num_layers > 1 else 0.0,
+                            **options)
     rng = np.random.default_rng(8000 + num_layers + 2 * dirs + 4 * batch_first + 8 * bias)
     x = rng.normal(0.0, 1.0, (sL, bS, n_in))
     h0 = rng.uniform(-0.9, 0.9, (num_layers * dirs, bS, H))
@@ -148,7 +169,7 @@ def test_from_torch_module_matches_torch(family, num_layers, bidirectional, batc
     dLdhN, dLdcN = (rng.normal(0.0, 1.0, h0.shape) for _ in range(2))
 
     tx, th, tc = _leaf(x.transpose(1, 0, 2) if batch_first else x), _leaf(h0), _leaf(c0)
-    if family == "gru":
+    if family != "lstm":
         out, hn = module(tx, th)
         loss = (hn * torch.from_numpy(dLdhN)).sum()
     else:
@@ -160,6 +181,7 @@ def test_from_torch_module_matches_torch(family, num_layers, bidirectional, batc
     rnn = convert.from_torch_module(module)
     assert (rnn.family, rnn.cell, rnn.batch_first) == (family, False, batch_first)
     assert rnn.linear_before_reset is (True if family == "gru" else None)
+    assert rnn.activation == options.get("nonlinearity")
     assert rnn.dropout == module.dropout
     assert [len(directions) for directions in rnn.layers] == [dirs] * num_layers
     Y, hN, cN, dLdx, grads = _cells_stack(rnn, x, h0, c0, dLdY, dLdhN, dLdcN)
@@ -177,11 +199,14 @@ def test_from_torch_module_matches_torch(family, num_layers, bidirectional, batc
             _assert_grads_follow_the_rule(family, grads[layer][d], torch_grads, bias)
 
 
-@pytest.mark.parametrize("family", ["gru", "lstm"])
-def test_from_torch_module_cells_match_torch(family):
-    """nn.GRUCell / nn.LSTMCell: one step in cells.gruCell / lstmLayerCell, and its gradients."""
+@pytest.mark.parametrize("module_name", list(MODULES))
+def test_from_torch_module_cells_match_torch(module_name):
+    """nn.GRUCell / nn.LSTMCell / nn.RNNCell: one step in cells.gruCell / lstmLayerCell /
+    rnnCell, and its gradients."""
     bS, n_in, H = 3, 5, 2
-    module = _random_module("GRUCell" if family == "gru" else "LSTMCell", n_in, H, 7)
+    kind, options = MODULES[module_name]
+    family = kind.lower()
+    module = _random_module(kind + "Cell", n_in, H, 7, **options)
     rng = np.random.default_rng(8100)
     x, h0, c0 = (rng.normal(0.0, 1.0, (bS, n_in)), rng.uniform(-0.9, 0.9, (bS, H)),
                  rng.uniform(-1.5, 1.5, (bS, H)))
@@ -189,12 +214,18 @@ def test_from_torch_module_cells_match_torch(family):
     tx, th, tc = _leaf(x), _leaf(h0), _leaf(c0)
     rnn = convert.from_torch_module(module)
     assert (rnn.family, rnn.cell, rnn.batch_first, len(rnn.layers)) == (family, True, False, 1)
+    assert rnn.activation == options.get("nonlinearity")
     weights = rnn.layers[0][0]
     if family == "gru":
         h_t = module(tx, th)
         (h_t * torch.from_numpy(dLdh)).sum().backward()
         _, h = cells.gruCell(x, h0, *weights, linear_before_reset=True)
         dx, dh0, *g = cells.gruCellBp(x, h0, *weights, dLdh, linear_before_reset=True)
+    elif family == "rnn":
+        h_t = module(tx, th)
+        (h_t * torch.from_numpy(dLdh)).sum().backward()
+        h = cells.rnnCell(x, h0, *weights, activation=rnn.activation)
+        dx, dh0, *g = cells.rnnCellBp(x, h0, *weights, dLdh, activation=rnn.activation)
     else:
         h_t, c_t = module(tx, (th, tc))
         ((h_t * torch.from_numpy(dLdh)).sum() + (c_t * torch.from_numpy(dLdc)).sum()).backward()
@@ -250,9 +281,9 @@ def test_torch_tensors_in_float32_stay_float32():
 
 @pytest.mark.parametrize("module,error,words", [
     (lambda: torch.nn.LSTM(3, 4, proj_size=2), ValueError, "proj_size=2"),
-    (lambda: torch.nn.RNN(3, 4), TypeError, "got RNN"),
+    (lambda: torch.nn.RNNBase("GRU", 3, 4), TypeError, "got RNNBase"),
     (lambda: torch.nn.Linear(3, 4), TypeError, "got Linear"),
-    (lambda: torch.nn.RNNCell(3, 4), TypeError, "got RNNCell"),
+    (lambda: torch.nn.RNNCellBase(3, 4, True, 1), TypeError, "got RNNCellBase"),
 ])
 def test_from_torch_module_rejects(module, error, words):
     with pytest.raises(error, match=words):
@@ -262,3 +293,19 @@ def test_from_torch_module_rejects(module, error, words):
 def test_half_precision_tensor_is_a_type_error():
     with pytest.raises(TypeError, match="weight_ih: expected dtype float32 or float64"):
         convert.from_torch_module(torch.nn.GRU(3, 2, dtype=torch.float16))
+    with pytest.raises(TypeError, match="weight_ih: expected dtype float32 or float64"):
+        convert.from_torch_module(torch.nn.RNN(3, 2, dtype=torch.float16))
+
+
+def test_rnn_module_in_float32_and_without_bias():
+    """A float32 nn.RNN (relu, bias=False, bidirectional) converts exactly, float32 kept, with
+    zero biases in cells' b [2, H]."""
+    module = torch.nn.RNN(3, 2, nonlinearity="relu", bias=False, bidirectional=True)
+    rnn = convert.from_torch_module(module)
+    assert (rnn.family, rnn.activation, rnn.linear_before_reset) == ("rnn", "relu", None)
+    for d, suffix in enumerate(("", "_reverse")):
+        Wx, Wh, b = rnn.layers[0][d]
+        assert Wx.dtype == Wh.dtype == b.dtype == np.float32
+        assert np.array_equal(Wx, getattr(module, "weight_ih_l0" + suffix).detach().numpy().T)
+        assert np.array_equal(Wh, getattr(module, "weight_hh_l0" + suffix).detach().numpy().T)
+        assert b.shape == (2, 2) and not b.any()

@@ -1,16 +1,19 @@
-"""cells.onnx: ONNX's GRU and LSTM operators and their gradients.
+"""cells.onnx: ONNX's GRU, LSTM and RNN operators and their gradients.
 
 Forward against ONNX Runtime (float32, layout 0: it refuses layout 1) and onnx.reference
-(float64, every layout and direction, but it ignores sequence_lens); layout 1 against layout 0
-transposed; every gradient against central finite differences of cells.onnx's own float64
-forward, and bidirectional gradients against torch autograd (weights mapped by cells.convert);
-errors for unsupported attributes and bad arguments.
+(float64, every layout and direction, but it ignores sequence_lens, and knows no Relu RNN);
+layout 1 against layout 0 transposed; every gradient against central finite differences of
+cells.onnx's own float64 forward, and bidirectional gradients against torch autograd (weights
+mapped by cells.convert); errors for unsupported attributes and bad arguments; the outputs and
+gradients as the NamedTuples the docstrings name.
 """
+import re
+
 import numpy as np
 import pytest
 
 from cells import onnx as co
-from cells.convert import gru_to_onnx, lstm_to_onnx
+from cells.convert import gru_to_onnx, lstm_to_onnx, rnn_to_onnx
 from gru_reference import (FD_EPS, FD_TOL, F32_FWD_TOL, F32_SEQ_GRAD_TOL, F64_TOL, SAME_GRAD_TOL,
                            SAME_TOL, assert_close, central_diff_grad, reversed_view, strided,
                            transposed_view)
@@ -21,17 +24,25 @@ TORCH_TOL = REF_TOL = F64_TOL
 
 # The ONNX inputs of each operator, in the node's order, and its outputs.
 INPUTS = {"GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-          "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P")}
-OUTPUTS = {"GRU": ("Y", "Y_h"), "LSTM": ("Y", "Y_h", "Y_c")}
-FORWARD = {"GRU": co.gru, "LSTM": co.lstm}
-BACKWARD = {"GRU": co.gru_bp, "LSTM": co.lstm_bp}
+          "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
+          "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h")}
+OUTPUTS = {"GRU": ("Y", "Y_h"), "LSTM": ("Y", "Y_h", "Y_c"), "RNN": ("Y", "Y_h")}
+FORWARD = {"GRU": co.gru, "LSTM": co.lstm, "RNN": co.rnn}
+BACKWARD = {"GRU": co.gru_bp, "LSTM": co.lstm_bp, "RNN": co.rnn_bp}
+GATES = {"GRU": 3, "LSTM": 4, "RNN": 1}  # gate blocks in W and R
+OPS = list(FORWARD)
 
 # (operator, attributes, whether P is given) for every variant: the GRU's two candidate
-# formulas, the LSTM without and with peepholes.
+# formulas, the LSTM without and with peepholes, the RNN with Tanh (the default) and Relu.
+# An "activations" attribute lists one direction's; _variant repeats it for each direction.
 VARIANTS = {"gru_lbr0": ("GRU", {"linear_before_reset": 0}, False),
             "gru_lbr1": ("GRU", {"linear_before_reset": 1}, False),
             "lstm": ("LSTM", {}, False),
-            "lstm_peep": ("LSTM", {}, True)}
+            "lstm_peep": ("LSTM", {}, True),
+            "rnn_tanh": ("RNN", {}, False),
+            "rnn_relu": ("RNN", {"activations": ["Relu"]}, False)}
+# onnx.reference's RNN knows Tanh only (and Affine)
+REFERENCE_VARIANTS = [name for name in VARIANTS if name != "rnn_relu"]
 
 
 def _rng(*params):
@@ -39,10 +50,14 @@ def _rng(*params):
     return np.random.default_rng(list(repr(params).encode()))
 
 
-def _variant(name):
-    """(op, a fresh dict of its attributes for cells.onnx, whether P is given)."""
+def _variant(name, direction):
+    """(op, a fresh dict of its attributes for cells.onnx and the ONNX node, whether P is
+    given), with the variant's activations listed for each direction of `direction`."""
     op, attrs, peepholes = VARIANTS[name]
-    return op, dict(attrs), peepholes
+    attrs = dict(attrs)
+    if "activations" in attrs:
+        attrs["activations"] = attrs["activations"] * (2 if direction == "bidirectional" else 1)
+    return op, attrs, peepholes
 
 
 def _problem(rng, op, seq, batch, n_in, H, direction, lengths=None, peepholes=False,
@@ -50,7 +65,7 @@ def _problem(rng, op, seq, batch, n_in, H, direction, lengths=None, peepholes=Fa
     """Random float64 ONNX inputs (layout 0) by name: weights ~0.5 so that the gates are not
     saturated, non-zero biases and initial states; the names in `omit` are None."""
     n = 2 if direction == "bidirectional" else 1
-    G = 3 if op == "GRU" else 4
+    G = GATES[op]
     inputs = {
         "X": rng.normal(0.0, 1.0, (seq, batch, n_in)),
         "W": rng.normal(0.0, 0.5, (n, G * H, n_in)),
@@ -153,7 +168,7 @@ def test_onnxruntime_float32(variant, direction, with_lens, seq, batch, n_in, H,
     ONNX Runtime returns Y_h = Y_c = 0 for a row of length 0, cells its initial state
     (documented in cells.onnx): those rows are compared on Y, and Y_h, Y_c checked against the
     initial states."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, direction)
     rng = _rng("ort", variant, direction, with_lens, seq)
     inputs = _cast(_problem(rng, op, seq, batch, n_in, H, direction,
                             lengths if with_lens else None, peepholes), np.float32)
@@ -175,7 +190,7 @@ def test_onnxruntime_float32(variant, direction, with_lens, seq, batch, n_in, H,
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_onnxruntime_omitted_inputs(variant):
     """B, initial_h (and initial_c) omitted: zeros on both sides (float32, tolerance as above)."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, "bidirectional")
     rng = _rng("omitted ort", variant)
     inputs = _cast(_problem(rng, op, 4, 3, 2, 3, "bidirectional", peepholes=peepholes,
                             omit=("B", "initial_h", "initial_c")), np.float32)
@@ -187,11 +202,11 @@ def test_onnxruntime_omitted_inputs(variant):
 
 @pytest.mark.parametrize("layout", [0, 1])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", REFERENCE_VARIANTS)
 def test_onnx_reference_float64(variant, direction, layout):
     """onnx.reference evaluates the ONNX spec in float64, in both layouts (no sequence_lens:
     it ignores them): REF_TOL = F64_TOL, the float64 cells-vs-reference tolerance."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, direction)
     rng = _rng("reference", variant, direction, layout)
     inputs = _problem(rng, op, 5, 3, 4, 2, direction, peepholes=peepholes)
     if layout == 1:
@@ -209,7 +224,7 @@ def test_layout1_is_layout0_transposed(variant, dtype):
     the outputs transposed, forward and gradients, with sequence_lens, bidirectional. Both run
     the same kernels on the same values (layout 1 on a transposed copy): a few ulps
     (SAME_TOL, SAME_GRAD_TOL)."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, "bidirectional")
     rng = _rng("layout", variant, dtype)
     inputs = _cast(_problem(rng, op, 5, 4, 3, 2, "bidirectional", [5, 0, 2, 4], peepholes),
                    dtype)
@@ -239,7 +254,7 @@ def test_layout1_is_layout0_transposed(variant, dtype):
 def test_layout1_against_onnxruntime(variant):
     """cells with layout 1 against ONNX Runtime with layout 0 on the transposed inputs (float32,
     F32_FWD_TOL as above), with sequence_lens (rows of length > 0 for the states)."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, "bidirectional")
     rng = _rng("layout ort", variant)
     lengths = [4, 0, 2]
     inputs = _cast(_problem(rng, op, 4, 3, 5, 3, "bidirectional", lengths, peepholes),
@@ -282,7 +297,7 @@ def test_gradients_finite_differences(variant, direction, lengths, layout, given
     the gradient's scale, justified in gru_reference.py (truncation ~1e-12, cancellation ~1e-9
     for |L| ~ 10: a 100x margin that still rejects any wrong term). seq 4, batch 3, input 2,
     hidden 3."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, direction)
     rng = _rng("fd", variant, direction, lengths, layout, given)
     inputs = _problem(rng, op, 4, 3, 2, 3, direction, lengths, peepholes)
     if layout == 1:
@@ -299,9 +314,10 @@ def test_gradients_finite_differences(variant, direction, lengths, layout, given
     numeric = central_diff_grad(loss, [inputs[k] for k in names], FD_EPS)
     for name, expected in zip(names, numeric):
         assert_close(getattr(grads, "d" + name), expected, FD_TOL, "d" + name, np.float64)
-    if op == "LSTM":
-        G = 4 * inputs["R"].shape[-1]
+    if op in ("LSTM", "RNN"):
+        G = GATES[op] * inputs["R"].shape[-1]
         assert np.array_equal(grads.dB[:, :G], grads.dB[:, G:])  # dWb = dRb
+    if op == "LSTM":
         assert (grads.dP is None) == (not peepholes)
 
 
@@ -309,7 +325,7 @@ def test_gradients_finite_differences(variant, direction, lengths, layout, given
 def test_omitted_inputs_are_zeros(variant):
     """Omitting B, initial_h, initial_c gives the outputs and the gradients of zeros in their
     place (gradients returned for them too), P omitted gives dP None."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, "bidirectional")
     rng = _rng("omitted", variant)
     omit = ("B", "initial_h", "initial_c")
     full = _problem(rng, op, 4, 3, 2, 3, "bidirectional", [4, 1, 0], peepholes)
@@ -334,7 +350,7 @@ def test_omitted_inputs_are_zeros(variant):
 def test_workspace_skips_the_forward(variant):
     """gru/lstm(..., return_workspace=True) then the backward with workspace= gives the
     gradients of the backward that recomputes the forward (same kernels: a few ulps)."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, "bidirectional")
     rng = _rng("workspace", variant)
     inputs = _to_layout1(_problem(rng, op, 5, 3, 2, 4, "bidirectional", [5, 0, 3], peepholes))
     attrs.update(direction="bidirectional", layout=1)
@@ -353,7 +369,7 @@ def test_workspace_skips_the_forward(variant):
 def test_float32_gradients(variant):
     """float32 inputs give float32 gradients, close to the float64 ones on the same values:
     F32_SEQ_GRAD_TOL (gru_reference.py) relative to each gradient's scale."""
-    op, attrs, peepholes = _variant(variant)
+    op, attrs, peepholes = _variant(variant, "bidirectional")
     rng = _rng("float32", variant)
     inputs = _problem(rng, op, 5, 3, 4, 3, "bidirectional", [5, 0, 2], peepholes)
     inputs32 = _cast(inputs, np.float32)
@@ -369,7 +385,7 @@ def test_float32_gradients(variant):
 
 
 @pytest.mark.parametrize("seq,batch", [(0, 2), (3, 0), (0, 0)])
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+@pytest.mark.parametrize("op", OPS)
 def test_empty_sequences_and_batches(op, seq, batch):
     """seq_length = 0: Y is empty, the final states are the initial ones (their gradients pass
     straight through), the weight gradients are 0; batch_size = 0: empty outputs."""
@@ -389,7 +405,7 @@ def test_empty_sequences_and_batches(op, seq, batch):
         assert not np.any(getattr(grads, name)), name
 
 
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+@pytest.mark.parametrize("op", OPS)
 def test_any_memory_order(op):
     """Fortran-ordered, strided and transposed-view inputs give the results of C-ordered ones
     (the same kernels on copies: a few ulps at most), and the outputs are C-ordered."""
@@ -415,7 +431,7 @@ def test_any_memory_order(op):
 # Bidirectional gradients against torch autograd
 # ---------------------------------------------------------------------------------------------
 def _torch_to_onnx(op, tensor, H):
-    """ONNX W, R, B of a bidirectional torch GRU/LSTM, mapped through cells.convert (torch:
+    """ONNX W, R, B of a bidirectional torch GRU/LSTM/RNN, mapped through cells.convert (torch:
     weight_ih [G*H, input] = Wxᵀ, weight_hh = Whᵀ, gate order = cells'); tensor(name) is the
     parameter (or its gradient) as an array. The LSTM's B keeps bias_ih in Wb and bias_hh in Rb
     (lstm_to_onnx puts one bias in Wb, zeros in Rb)."""
@@ -423,9 +439,10 @@ def _torch_to_onnx(op, tensor, H):
     for suffix in ("_l0", "_l0_reverse"):
         p = {name: tensor(name + suffix)
              for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
-        if op == "GRU":
-            W_d, R_d, B_d = gru_to_onnx(p["weight_ih"].T, p["weight_hh"].T,
-                                        np.stack([p["bias_ih"], p["bias_hh"]]))
+        if op in ("GRU", "RNN"):
+            to_onnx = gru_to_onnx if op == "GRU" else rnn_to_onnx
+            W_d, R_d, B_d = to_onnx(p["weight_ih"].T, p["weight_hh"].T,
+                                    np.stack([p["bias_ih"], p["bias_hh"]]))
         else:
             W_d, R_d, B_ih, _ = lstm_to_onnx(p["weight_ih"].T, p["weight_hh"].T, p["bias_ih"])
             B_hh = lstm_to_onnx(p["weight_ih"].T, p["weight_hh"].T, p["bias_hh"])[2]
@@ -436,28 +453,33 @@ def _torch_to_onnx(op, tensor, H):
     return np.concatenate(W), np.concatenate(R), np.concatenate(B)
 
 
+# torch module options of each ONNX variant (the RNN's nonlinearity is the variant's activation)
+TORCH_MODULES = {"gru_lbr1": {}, "lstm": {}, "rnn_tanh": {"nonlinearity": "tanh"},
+                 "rnn_relu": {"nonlinearity": "relu"}}
+
+
 @pytest.mark.parametrize("layout", [0, 1])
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
-def test_torch_bidirectional(op, layout):
-    """nn.GRU / nn.LSTM(bidirectional=True, batch_first=layout) in float64 on a packed batch
-    (torch rejects length 0), weights mapped by cells.convert: Y, Y_h, Y_c and every gradient
-    (dX summed over both directions), to TORCH_TOL. The GRU is linear_before_reset=1."""
+@pytest.mark.parametrize("variant", TORCH_MODULES)
+def test_torch_bidirectional(variant, layout):
+    """nn.GRU / nn.LSTM / nn.RNN(bidirectional=True, batch_first=layout) in float64 on a packed
+    batch (torch rejects length 0), weights mapped by cells.convert: Y, Y_h, Y_c and every
+    gradient (dX summed over both directions), to TORCH_TOL. The GRU is linear_before_reset=1;
+    the RNN's nonlinearity tanh or relu (ONNX activations Tanh or Relu)."""
     torch = pytest.importorskip("torch")
     from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     seq, batch, n_in, H = 5, 3, 4, 3
     lengths = np.array([5, 2, 4])
-    rng = _rng("torch", op, layout)
+    op, attrs, _ = _variant(variant, "bidirectional")
+    rng = _rng("torch", op, layout, variant)
     torch.manual_seed(7900)
     module = getattr(torch.nn, op)(n_in, H, bidirectional=True, batch_first=bool(layout),
-                                   dtype=torch.float64)
+                                   dtype=torch.float64, **TORCH_MODULES[variant])
     W, R, B = _torch_to_onnx(op, lambda name: getattr(module, name).detach().numpy(), H)
     inputs = _problem(rng, op, seq, batch, n_in, H, "bidirectional", lengths)
     inputs.update(W=W, R=R, B=B)
     if layout == 1:
         inputs = _to_layout1(inputs)
-    attrs = {"direction": "bidirectional", "layout": layout}
-    if op == "GRU":
-        attrs["linear_before_reset"] = 1
+    attrs.update(direction="bidirectional", layout=layout)
 
     leaves = {k: torch.from_numpy(inputs[k].copy()).requires_grad_(True)
               for k in ("X", "initial_h", "initial_c") if inputs.get(k) is not None}
@@ -466,9 +488,9 @@ def test_torch_bidirectional(op, layout):
               for k in ("initial_h", "initial_c") if k in leaves]
     packed = pack_padded_sequence(leaves["X"], torch.from_numpy(lengths),
                                   batch_first=bool(layout), enforce_sorted=False)
-    out, final = module(packed, states[0] if op == "GRU" else tuple(states))
+    out, final = module(packed, tuple(states) if op == "LSTM" else states[0])
     out, _ = pad_packed_sequence(out, batch_first=bool(layout), total_length=seq)
-    finals = [final] if op == "GRU" else list(final)
+    finals = list(final) if op == "LSTM" else [final]
     # torch's out [.., 2*hidden] is ONNX's Y with the directions split off the last axis
     Y_torch = (out.reshape(seq, batch, 2, H).transpose(1, 2) if layout == 0
                else out.reshape(batch, seq, 2, H))
@@ -499,7 +521,8 @@ def no_kernels(monkeypatch):
     """Fail the test if cells.onnx calls a kernel: its checks must come first."""
     def kernel(*args, **kwargs):
         raise AssertionError("a kernel ran before the arguments were checked")
-    for name in ("gruTimeLoop", "gruTimeLoopBp", "lstmLayerTimeLoop", "lstmLayerTimeLoopBp"):
+    for name in ("gruTimeLoop", "gruTimeLoopBp", "lstmLayerTimeLoop", "lstmLayerTimeLoopBp",
+                 "rnnTimeLoop", "rnnTimeLoopBp"):
         monkeypatch.setattr(co, name, kernel)
 
 
@@ -516,6 +539,8 @@ def _small(op, direction="forward", **kw):
 UNSUPPORTED = [
     ("activations", {"activations": ["Relu", "Tanh"]}),
     ("activations", {"activations": ["Sigmoid", "Tanh", "Tanh", "Tanh"]}),
+    ("activations", {"activations": ["Sigmoid"]}),
+    ("activations", {"activations": ["tanh"]}),  # ONNX's names are capitalised
     ("activation_alpha", {"activation_alpha": [1.0]}),
     ("activation_beta", {"activation_beta": [0.5]}),
     ("clip", {"clip": 3.0}),
@@ -524,7 +549,7 @@ UNSUPPORTED = [
 
 @pytest.mark.parametrize("name,kw", UNSUPPORTED, ids=[f"{n}{i}" for i, (n, _) in
                                                       enumerate(UNSUPPORTED)])
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+@pytest.mark.parametrize("op", OPS)
 def test_unsupported_attributes(no_kernels, op, name, kw):
     for call in _calls(op):
         with pytest.raises(NotImplementedError, match=name):
@@ -539,18 +564,19 @@ def test_input_forget_not_implemented(no_kernels):
             call(_small("LSTM"), input_forget=2)
 
 
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+@pytest.mark.parametrize("op", OPS)
 def test_default_attributes_given_explicitly(op):
     """The defaults, spelled out as an ONNX model may carry them, are accepted."""
     inputs = _small(op, "bidirectional")
-    defaults = ["Sigmoid", "Tanh"] if op == "GRU" else ["Sigmoid", "Tanh", "Tanh"]
+    defaults = {"GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"],
+                "RNN": ["Tanh"]}[op]
     explicit = FORWARD[op](**inputs, direction="bidirectional", activations=defaults * 2,
                            activation_alpha=[], activation_beta=[], hidden_size=3)
     for out, exp in zip(explicit, FORWARD[op](**inputs, direction="bidirectional")):
         assert np.array_equal(out, exp)
 
 
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+@pytest.mark.parametrize("op", OPS)
 def test_bad_attributes(no_kernels, op):
     for call in _calls(op):
         for direction in ("backward", "Forward", None):
@@ -570,7 +596,8 @@ def test_bad_attributes(no_kernels, op):
 
 def _bad_inputs(op):
     """(error, message pattern, the changes to a valid layout-0 forward problem)."""
-    G, n_in, H = (3 if op == "GRU" else 4), 4, 3
+    G, n_in, H = GATES[op], 4, 3
+    rows = "hidden_size" if G == 1 else r"%d\*hidden_size" % G
     rng = np.random.default_rng(8100)
     cases = [
         (TypeError, "X: expected a numpy.ndarray", {"X": [[[0.0]]]}),
@@ -580,8 +607,8 @@ def _bad_inputs(op):
         (ValueError, r"W: expected shape \(1, %d, 4\)" % (G * H),
          {"W": rng.normal(size=(1, G * H, 5))}),
         (ValueError, r"R: expected a 3-d array", {"R": np.zeros((G * H, H))}),
-        (ValueError, r"W: expected shape .* = \[num_directions, %d\*hidden_size, input_size\]"
-         % G, {"W": rng.normal(size=(1, G * 2, n_in))}),
+        (ValueError, r"W: expected shape .* = \[num_directions, %s, input_size\]" % rows,
+         {"W": rng.normal(size=(1, G * 2, n_in))}),
         (ValueError, r"B: expected shape \(1, %d\)" % (2 * G * H), {"B": np.zeros((1, G * H))}),
         (ValueError, r"initial_h: expected shape \(1, 2, 3\) = \[num_directions, batch_size",
          {"initial_h": np.zeros((2, 1, H))}),
@@ -600,7 +627,7 @@ def _bad_inputs(op):
     return cases
 
 
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+@pytest.mark.parametrize("op", OPS)
 def test_bad_inputs(no_kernels, op):
     for error, pattern, change in _bad_inputs(op):
         for call in _calls(op):
@@ -608,7 +635,7 @@ def test_bad_inputs(no_kernels, op):
                 call({**_small(op), **change})
 
 
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+@pytest.mark.parametrize("op", OPS)
 def test_bad_inputs_for_the_directions_and_layout(no_kernels, op):
     """num_directions comes from direction, the states' layout from layout."""
     for call in _calls(op):
@@ -619,7 +646,7 @@ def test_bad_inputs_for_the_directions_and_layout(no_kernels, op):
             call(_to_layout1(_small(op)) | {"initial_h": np.zeros((1, 2, 3))}, layout=1)
 
 
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+@pytest.mark.parametrize("op", OPS)
 def test_bad_output_grads_and_workspace(no_kernels, op):
     bp = BACKWARD[op]
     inputs = _small(op, "bidirectional")
@@ -638,3 +665,88 @@ def test_bad_output_grads_and_workspace(no_kernels, op):
         bp(**inputs, workspace=[None, None], **kw)
     with pytest.raises(ValueError, match="workspace: expected num_directions=2 entries, got 1"):
         bp(**inputs, workspace=(None,), **kw)
+
+
+def test_rnn_activations_of_each_direction(no_kernels):
+    """An RNN lists one activation per direction: too few or too many are not the defaults
+    and not implemented."""
+    for call in _calls("RNN"):
+        for names in (["Relu"], ["Tanh", "Relu", "Tanh"]):
+            with pytest.raises(NotImplementedError, match=r"activations: .*\['Tanh'\] or "
+                                                          r"\['Relu'\].* 2 direction"):
+                call(_small("RNN", "bidirectional"), direction="bidirectional",
+                     activations=names)
+
+
+# ---------------------------------------------------------------------------------------------
+# An RNN with another activation in each direction
+# ---------------------------------------------------------------------------------------------
+MIXED = {"direction": "bidirectional", "activations": ["Tanh", "Relu"]}
+
+
+def test_rnn_mixed_activations_against_onnxruntime():
+    """Bidirectional RNN, Tanh forward and Relu in reverse, with sequence_lens, against ONNX
+    Runtime (float32, F32_FWD_TOL as in test_onnxruntime_float32; Y_h on the rows that ran),
+    and each direction equal to a one-direction node with its own activation."""
+    lengths = [5, 0, 3, 1]
+    inputs = _cast(_problem(_rng("mixed ort"), "RNN", 5, 4, 3, 4, "bidirectional", lengths),
+                   np.float32)
+    expected = _run_onnxruntime("RNN", inputs, **MIXED)
+    Y, Y_h = co.rnn(**inputs, **MIXED)
+    ran = np.array(lengths) > 0
+    assert_close(Y, expected[0], F32_FWD_TOL, "Y", np.float32)
+    assert_close(Y_h[:, ran], expected[1][:, ran], F32_FWD_TOL, "Y_h", np.float32)
+    for d, (direction, name) in enumerate((("forward", "Tanh"), ("reverse", "Relu"))):
+        one = {k: v if v is None or k in ("X", "sequence_lens") else v[d:d + 1]
+               for k, v in inputs.items()}
+        Y_d, Y_h_d = co.rnn(**one, direction=direction, activations=[name])
+        assert np.array_equal(Y[:, d:d + 1], Y_d) and np.array_equal(Y_h[d:d + 1], Y_h_d)
+    # the Relu direction is not a Tanh one
+    assert np.max(np.abs(co.rnn(**inputs, direction="bidirectional")[0][:, 1] - Y[:, 1])) > 1e-3
+
+
+def test_rnn_mixed_activations_gradients_finite_differences():
+    """rnn_bp with Tanh forward and Relu in reverse against central differences of rnn
+    (FD_EPS, FD_TOL as in test_gradients_finite_differences), layout 1, sequence_lens."""
+    rng = _rng("mixed fd")
+    inputs = _to_layout1(_problem(rng, "RNN", 4, 3, 2, 3, "bidirectional", [4, 0, 2]))
+    attrs = dict(MIXED, layout=1)
+    dout = _output_grads(rng, co.rnn(**inputs, **attrs), ("dY", "dY_h"))
+    grads = co.rnn_bp(**inputs, **dout, **attrs)
+    names = ["X", "W", "R", "B", "initial_h"]
+
+    def loss(*arrays):
+        return _loss("RNN", {**inputs, **dict(zip(names, arrays))}, attrs, dout)
+
+    numeric = central_diff_grad(loss, [inputs[k] for k in names], FD_EPS)
+    for name, expected in zip(names, numeric):
+        assert_close(getattr(grads, "d" + name), expected, FD_TOL, "d" + name, np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# The returned tuples
+# ---------------------------------------------------------------------------------------------
+def _documented(function, n):
+    """The n-th "Returns Name(fields)" of function's docstring: (Name, (fields...))."""
+    name, fields = re.findall(r"returns\s+(\w+)\(([^)]*)\)", function.__doc__, re.I)[n]
+    return name, tuple(f.strip() for f in fields.split(","))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_outputs_and_gradients_are_the_named_tuples_of_the_docstrings(op):
+    """Each function returns the NamedTuple of cells.onnx that its docstring's "Returns
+    Name(fields)" names, with those fields (the forward ones with return_workspace=True the
+    second one named: the outputs and the per-direction workspaces)."""
+    inputs = _small(op, "bidirectional", peepholes=op == "LSTM")
+    attrs = {"direction": "bidirectional"}
+    outputs = FORWARD[op](**inputs, **attrs)
+    dout = _output_grads(np.random.default_rng(8200), outputs, ("dY", "dY_h", "dY_c"))
+    kept = FORWARD[op](**inputs, **attrs, return_workspace=True)
+    for function, n, result in ((FORWARD[op], 0, outputs), (FORWARD[op], 1, kept),
+                                (BACKWARD[op], 0, BACKWARD[op](**inputs, **dout, **attrs))):
+        name, fields = _documented(function, n)
+        assert type(result) is getattr(co, name) and result._fields == fields
+    assert outputs._fields == OUTPUTS[op] and kept._fields == OUTPUTS[op] + ("workspace",)
+    assert len(kept.workspace) == 2
+    for out, exp in zip(kept, outputs):
+        assert np.array_equal(out, exp)
