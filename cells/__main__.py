@@ -111,11 +111,16 @@ FD_STEP, FD_TOLERANCE = 1e-5, 1e-7
 TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
 
 
+def available_cpus():
+    """The CPUs this process may run on (all of them where the OS does not say)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m cells", description=__doc__.split("\n")[0])
     parser.add_argument("--family", nargs="+", choices=FAMILIES, default=list(FAMILIES),
                         help="cell families to check and time (default: all)")
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+    parser.add_argument("--threads", type=int, default=available_cpus(),
                         help="n_threads of every call (default: the CPUs available, "
                              "%(default)s)")
     parser.add_argument("--repeats", type=int, default=3,
@@ -301,7 +306,7 @@ def main(argv=None):
     args = parse_args(argv)
     start = time.perf_counter()
     print(f"cells {cells.__version__} ({os.path.dirname(cells.__file__)}), "
-          f"{len(os.sched_getaffinity(0))} CPUs available, load average "
+          f"{available_cpus()} CPUs available, load average "
           f"{os.getloadavg()[0]:.2f}")
     for pool in threadpoolctl.threadpool_info():
         print(f"  thread pool: {pool['user_api']} {pool['internal_api']} {pool.get('version')} "
