@@ -1,15 +1,18 @@
-"""GRU, LSTM and LLTM benchmark of cells against plain NumPy, PyTorch and ONNX Runtime.
+"""Benchmark of cells' time loops against plain NumPy, PyTorch and ONNX Runtime.
 
-For every family, shape, thread count, dtype, variant (GRU: reset_before, linear_before_reset)
-and task (inference, training step = forward + backward with loss = h.sum()) the contenders run
-alternated after a warm-up; the median per call, the speed-up of cells and the max abs
-difference of h (and, for training, of the recurrent-weight gradient) to a float64 NumPy cell
-are printed per family and shape and saved as JSON with the environment.
+For every family (GRU, LSTM, LLTM, RNN), shape, thread count, dtype, variant (GRU:
+reset_before, linear_before_reset; RNN: tanh, relu) and task (inference, training step =
+forward + backward with loss = h.sum()) the contenders run alternated after a warm-up; the
+median per call, the speed-up of cells and the max abs difference of h (and, for training, of
+the recurrent-weight gradient) to a float64 NumPy cell are printed per family and shape and
+saved as JSON with the environment.
 
 PyTorch takes part for every family (GRU: linear_before_reset only, its nn.GRU; LSTM: nn.LSTM;
-LLTM: the C++-extension tutorial's pure-PyTorch step in a Python loop), ONNX Runtime for float32
-GRU and LSTM inference when onnx and onnxruntime are importable. Families, contenders, timing and
-rows live in cells/_bench.py; this script adds ONNX Runtime, the grid and the JSON file.
+LLTM: the C++-extension tutorial's pure-PyTorch step in a Python loop; RNN: nn.RNN), ONNX
+Runtime for float32 GRU, LSTM and RNN inference when onnx and onnxruntime are importable. The
+families live in families.py (their NumPy cells in numpy_cells.py), contenders, timing and rows
+in harness.py; this script runs the grid and writes the JSON file. It imports the installed
+cells (see benchmarks/README.md):
 
     python benchmarks/bench.py                                       # everything (long)
     python benchmarks/bench.py --family lstm --shapes small medium --threads 2 \\
@@ -23,12 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout, built in place
-from cells import _bench
-from cells._bench import Shape
-
+import harness
 import plot
 import targets
+from families import FAMILIES
+from harness import Shape
 
 # "medium" with B1 ... B256 is a batch sweep at T=100, I=H=256.
 SHAPES = {
@@ -46,90 +48,12 @@ SHAPE_CLASSES = {(s.T, s.B, s.I, s.H): name for name, s in SHAPES.items()
 
 
 # ----------------------------------------------------------------------------------------------
-# ONNX Runtime
-# ----------------------------------------------------------------------------------------------
-
-def _blocks(H, order):
-    """Column indices that put gate blocks of width H in `order` (source block per target)."""
-    return np.concatenate([np.arange(k * H, (k + 1) * H) for k in order])
-
-
-def _onnx_rnn(op, inp, weights, states, **attributes):
-    """A single-node ONNX GRU or LSTM (opset 14, direction forward, layout 0) holding the weights
-    (W, R, B) as initializers; X and the initial states are graph inputs. Returns (model, feeds)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    T, B, I = inp.x.shape
-    H = inp["hI"].shape[1]
-    state_names = ("initial_h", "initial_c")[:len(states)]
-    node = helper.make_node(op, ["X", "W", "R", "B", "", *state_names], ["Y"], hidden_size=H,
-                            **attributes)
-    graph = helper.make_graph(
-        [node], op.lower(),
-        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, B, I])]
-        + [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, B, H]) for n in state_names],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [T, 1, B, H])],
-        initializer=[numpy_helper.from_array(np.ascontiguousarray(a), name)
-                     for name, a in weights.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    return model, {"X": inp.x, **{n: s[None] for n, s in zip(state_names, states)}}
-
-
-def onnx_gru(inp, *, linear_before_reset):
-    """ONNX GRU: gates (z, r, h) = cells' (u, r, c), W [1,3H,I], R [1,3H,H], B [1,6H] = [Wb, Rb]."""
-    H = inp["hI"].shape[1]
-    zrh = _blocks(H, (1, 0, 2))
-    b = inp["b"]
-    return _onnx_rnn("GRU", inp, {"W": inp["Wx"][:, zrh].T[None], "R": inp["Wh"][:, zrh].T[None],
-                                  "B": np.concatenate([b[0, zrh], b[1, zrh]])[None]},
-                     [inp["hI"]], linear_before_reset=int(linear_before_reset))
-
-
-def onnx_lstm(inp):
-    """ONNX LSTM: gates (i, o, f, c) = cells' blocks (0, 3, 1, 2), W [1,4H,I], R [1,4H,H],
-    B [1,8H] = [Wb, Rb] with Wb = b, Rb = 0; no peepholes."""
-    H = inp["hI"].shape[1]
-    iofc = _blocks(H, (0, 3, 1, 2))
-    b = inp["b"]
-    return _onnx_rnn("LSTM", inp, {"W": inp["Wx"][:, iofc].T[None],
-                                   "R": inp["Wr"][:, iofc].T[None],
-                                   "B": np.concatenate([b[iofc], np.zeros_like(b)])[None]},
-                     [inp["hI"], inp["cI"]])
-
-
-ONNX_MODELS = {"gru": onnx_gru, "lstm": onnx_lstm}
-
-
-def onnx_contender(family, inp, training, variant, threads):
-    """ONNX Runtime inference with intra_op_num_threads = threads; None for training, for
-    float64 (ONNX Runtime has no float64 GRU/LSTM kernel), for LLTM (no ONNX operator) or
-    without onnx/onnxruntime."""
-    if training or inp.x.dtype != np.float32 or family.name not in ONNX_MODELS:
-        return None
-    try:
-        import onnxruntime
-    except ImportError:
-        return None
-    model, feeds = ONNX_MODELS[family.name](inp, **family.variants[variant])
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    session = onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                           providers=["CPUExecutionProvider"])
-
-    def run():
-        return (session.run(["Y"], feeds)[0][:, 0],)
-
-    return _bench.Contender("onnxruntime", run)
-
-
-# ----------------------------------------------------------------------------------------------
 # The grid
 # ----------------------------------------------------------------------------------------------
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--family", nargs="+", choices=_bench.FAMILIES,
-                        default=list(_bench.FAMILIES))
+    parser.add_argument("--family", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--dtypes", nargs="+", choices=("float32", "float64"),
@@ -143,32 +67,27 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    families = [_bench.FAMILIES[name] for name in dict.fromkeys(args.family)]
-    missing = [f.name for f in families if not f.available()]
-    if missing:
-        print(f"this build of cells lacks the time loops of: {', '.join(missing)}")
-        return 1
+    families = [FAMILIES[name] for name in dict.fromkeys(args.family)]
+    for f in families:
+        if not f.available():
+            print(f"{f.name}: skipped, this cells has no {f.cells_forward} / {f.cells_backward}")
+    families = [f for f in families if f.available()]
 
-    _bench.optional_torch()   # loaded now so that its thread pools are listed
-    env = _bench.environment()
-    try:
-        import onnxruntime
-        env["onnxruntime"] = onnxruntime.__version__
-    except ImportError:
-        env["onnxruntime"] = None
+    harness.optional_torch()   # loaded now so that its thread pools are listed
+    env = harness.environment()
+    print(f"cells {env['cells']} ({env['cells_path']})")
     print(f"CPU: {env['cpu']} ({env['cpus']} CPUs, load average {env['load_average']})")
     print(f"numpy {env['numpy']}, scipy {env['scipy']}, torch {env['torch']}, "
           f"onnxruntime {env['onnxruntime']}")
     print("thread pools (threadpoolctl):")
-    for line in _bench.threadpool_summary():
+    for line in harness.threadpool_summary():
         print("  " + line)
-    print(_bench.TABLE_LEGEND)
+    print(harness.TABLE_LEGEND)
 
-    ceilings = {(threads, dtype): _bench.gemm_ceiling(dtype, threads)
+    ceilings = {(threads, dtype): harness.gemm_ceiling(dtype, threads)
                 for threads in args.threads for dtype in args.dtypes}
     for (threads, dtype), gflops in ceilings.items():
         print(f"big-square gemm (1024³) {dtype}, {threads} thread(s): {gflops:.1f} GF/s")
-    factories = _bench.CONTENDER_FACTORIES + (onnx_contender,)
     rows = []
     for family in families:
         for name in args.shapes:
@@ -178,13 +97,13 @@ def main(argv=None):
                 for dtype in args.dtypes:
                     for training in (False, True):
                         for variant in family.variants:
-                            block += _bench.compare(
+                            block += harness.compare(
                                 family, SHAPES[name], dtype=np.dtype(dtype), threads=threads,
                                 variant=variant, training=training, repeats=args.repeats,
-                                factories=factories, ceiling=ceilings[threads, dtype])
+                                ceiling=ceilings[threads, dtype])
             print(f"\n{family.name} {name}: {SHAPES[name]} ({time.perf_counter() - t0:.0f} s, "
-                  f"load average {_bench.load_average()})")
-            print(_bench.format_table(block), flush=True)
+                  f"load average {harness.load_average()})")
+            print(harness.format_table(block), flush=True)
             rows += block
 
     verdicts = targets.check(rows, SHAPE_CLASSES)
@@ -192,7 +111,7 @@ def main(argv=None):
     settings = {"families": [f.name for f in families],
                 "shapes": {n: vars(SHAPES[n]) for n in args.shapes}, "threads": args.threads,
                 "dtypes": args.dtypes, "repeats": args.repeats,
-                "tolerance": {t.name: tol for t, tol in _bench.TOLERANCE.items()},
+                "tolerance": {t.name: tol for t, tol in harness.TOLERANCE.items()},
                 "gemm_ceiling_gflops": {f"{d} {t}": g for (t, d), g in ceilings.items()}}
     args.out.write_text(json.dumps({"environment": env, "settings": settings, "rows": rows,
                                     "targets": verdicts}, indent=1))

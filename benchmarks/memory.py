@@ -1,6 +1,6 @@
 """Peak memory of one training step (forward + backward, loss = h.sum()): cells, NumPy, PyTorch.
 
-    python benchmarks/memory.py                        # GRU, LSTM, LLTM at the medium shape
+    python benchmarks/memory.py                        # every family at the medium shape
     python benchmarks/memory.py --family gru --shapes small medium large
 
 Each measurement runs in a fresh Python process (Linux only: it reads /proc/self/status). The
@@ -21,17 +21,17 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout, built in place
-from cells import _bench
-
+import harness
 from bench import SHAPES
+from families import FAMILIES, get_family
 
-CONTENDERS = {"cells": _bench.cells_contender, "numpy": _bench.numpy_contender,
-              "torch": _bench.torch_contender}
+CONTENDERS = {"cells": harness.cells_contender, "numpy": harness.numpy_contender,
+              "torch": harness.torch_contender}
+# The variant measured: the GRU's linear_before_reset (PyTorch's), else each family's first.
+VARIANTS = {"gru": "linear_before_reset"}
 
 
 def _status_kib(field):
@@ -45,10 +45,10 @@ def _status_kib(field):
 def measure_here(family, shape, contender, threads):
     """Peak rise (MiB) of one training step, in this process; None when the contender does not
     apply (e.g. no PyTorch)."""
-    family = _bench.get_family(family)
-    inp = _bench.make_inputs(family, shape, np.float32)
-    c = CONTENDERS[contender](family, inp, True, family.default_variant()
-                              if family.name != "gru" else "linear_before_reset", threads)
+    family = get_family(family)
+    inp = harness.make_inputs(family, shape, np.float32)
+    variant = VARIANTS.get(family.name, family.default_variant())
+    c = CONTENDERS[contender](family, inp, True, variant, threads)
     if c is None:
         return None
     with c.threads():
@@ -73,8 +73,8 @@ def measure(family, shape_name, contender, threads):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--family", nargs="+", choices=_bench.FAMILIES,
-                        default=list(_bench.FAMILIES))
+    parser.add_argument("--family", nargs="+", choices=FAMILIES,
+                        default=[name for name, f in FAMILIES.items() if f.available()])
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=["medium"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)

@@ -5,7 +5,7 @@
 One panel per family, float32: the batch sweep at T=100, I=H=256 (B = 1, 4, 16, 64, 256; the
 rows bench.py's shapes B1, B4, B16, medium and B256 produce). A line per (task, contender) and
 thread count (solid: 2 threads, dashed: 1); above 1, cells is faster. The GRU panel shows the
-linear_before_reset variant, the only one PyTorch has.
+linear_before_reset variant, the only one PyTorch has; the RNN panel its tanh variant.
 """
 import json
 import sys
@@ -13,7 +13,7 @@ from pathlib import Path
 
 SWEEP = {"T": 100, "I": 256, "H": 256}
 LINES = (("inference", "torch"), ("inference", "onnxruntime"), ("training", "torch"))
-FAMILY_VARIANT = {"gru": "linear_before_reset", "lstm": "-", "lltm": "-"}
+FAMILY_VARIANT = {"gru": "linear_before_reset", "lstm": "-", "lltm": "-", "rnn": "tanh"}
 
 
 def sweep_lines(rows, family):
@@ -57,8 +57,8 @@ def plot_file(results, out):
             axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("batch size B (T=100, I=H=256)")
         ax.set_ylabel("speed-up of cells (contender ms / cells ms)")
-        ax.set_title(f"{family.upper()} float32" + (" (linear_before_reset)"
-                                                   if family == "gru" else ""))
+        variant = FAMILY_VARIANT[family]
+        ax.set_title(f"{family.upper()} float32" + ("" if variant == "-" else f" ({variant})"))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     env = data["environment"]

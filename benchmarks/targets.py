@@ -3,7 +3,7 @@
 Speed-up targets are for 2 threads and float32, every contender at the same thread count, the
 ratio being contender ms / cells ms. "small" is T=100 B=1 I=H=128; "big" covers medium
 (T=100 B=64 I=H=256) and large (T=50 B=128 I=H=512). Efficiency targets ask cells' GF/s (the
-gemm FLOPs any implementation must do, see cells._bench.Family.gemm_flops) to reach a share of
+gemm FLOPs any implementation must do, see families.Family.gemm_flops) to reach a share of
 a big-square gemm's GF/s at medium and large. At 1 thread cells must never be slower than torch.
 """
 from dataclasses import dataclass

@@ -1,111 +1,326 @@
-"""``python -m cells``: self-check and a short benchmark of the GRU, LSTM and LLTM time loops.
+"""``python -m cells``: a self-check and a short benchmark of every family's time loop.
 
-Prints the thread count and the loaded thread pools, checks every output of each family's time
-loop and of its backward (GRU: h and five gradients in both variants; LSTM: h, hL, cL and six
-gradients; LLTM: h, hL, cL and five gradients) against a float64 NumPy cell in float32 and
-float64, then times inference and a training step (forward + backward) in float32 on two shapes
-against plain NumPy and PyTorch (for the GRU only linear_before_reset, PyTorch's GRU). Exits with
-status 1 when a self-check difference, or a benchmark difference of cells to the float64
-reference, exceeds the tolerance of cells._bench.TOLERANCE, or when a requested family's kernels
-are missing from this build.
+The self-check needs nothing but cells. For every family and variant, on a small problem
+(T=6 B=3 I=4 H=3, random inputs, every bias row and initial state non-zero), with a loss that
+weights every output of the forward (h at every step and the final states) with random weights:
+
+- gradients: the backward (float64) against central finite differences of cells' own forward,
+  along one random direction per input;
+- float32: forward and backward in float32 against float64 on the same inputs (rounded to
+  float32), and the dtype of every float32 result;
+- workspace: the backward on the forward's workspace against the backward that recomputes the
+  forward, in float32 and float64.
+
+Then it times inference and a training step (forward with its workspace, backward of
+loss = h.sum()) of cells in float32 on two shapes: median ms per call and the rate of the gemm
+FLOPs any implementation must do. benchmarks/bench.py times cells against plain NumPy, PyTorch
+and ONNX Runtime. The exit status is 1 when a check fails.
 """
 import argparse
+import math
+import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from statistics import median
 
 import numpy as np
+import threadpoolctl
 
-from . import _bench
+import cells
 
-SHAPES = (_bench.Shape(T=100, B=1, I=128, H=128), _bench.Shape(T=100, B=64, I=256, H=256))
+
+@dataclass(frozen=True)
+class Shape:
+    """Sequence length T, batch B, input size I, hidden size H."""
+    T: int
+    B: int
+    I: int
+    H: int
+
+    def __str__(self):
+        return f"T={self.T} B={self.B} I={self.I} H={self.H}"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One cell type as the check and the timing call it.
+
+    input_dims(shape) -> {name: dims}: the positional inputs of forward and backward, in order;
+      the backward returns their gradients in the same order (the LSTM adds dLdWp, None here);
+    outputs: the names of the forward's outputs (without the workspace);
+    final_states(outputs) -> {keyword: array}: the final states among the forward's outputs,
+      by the backward's keyword for the gradient arriving at each;
+    variants: variant name -> keyword options of forward and backward;
+    blocks: gate blocks of H columns in the weights (gemm FLOPs: 2·T·B·(I+H)·blocks·H)."""
+    name: str
+    forward: Callable
+    backward: Callable
+    input_dims: Callable
+    outputs: tuple
+    final_states: Callable
+    variants: dict
+    blocks: int
+
+
+GRU = Family(
+    "gru", cells.gruTimeLoop, cells.gruTimeLoopBp,
+    lambda s: {"x": (s.T, s.B, s.I), "hI": (s.B, s.H), "Wx": (s.I, 3 * s.H),
+               "Wh": (s.H, 3 * s.H), "b": (2, 3 * s.H)},
+    ("h",), lambda out: {"dLdhLast": out[0][-1]},
+    {"reset_before": {"linear_before_reset": False},
+     "linear_before_reset": {"linear_before_reset": True}},
+    blocks=3)
+LSTM = Family(
+    "lstm", cells.lstmLayerTimeLoop, cells.lstmLayerTimeLoopBp,
+    lambda s: {"x": (s.T, s.B, s.I), "Wx": (s.I, 4 * s.H), "Wr": (s.H, 4 * s.H),
+               "b": (4 * s.H,), "hI": (s.B, s.H), "cI": (s.B, s.H)},
+    ("h", "hL", "cL"), lambda out: {"dLdhL": out[1], "dLdcL": out[2]},
+    {"-": {}}, blocks=4)
+LLTM = Family(
+    "lltm", cells.lltmTimeLoop, cells.lltmTimeLoopBp,
+    lambda s: {"x": (s.T, s.B, s.I), "W": (3 * s.H, s.H + s.I), "b": (3 * s.H,),
+               "hI": (s.B, s.H), "cI": (s.B, s.H)},
+    ("h", "hL", "cL"), lambda out: {"dLdhL": out[1], "dLdcL": out[2]},
+    {"-": {}}, blocks=3)
+
+FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM)}
+# The RNN's time loops are being added to cells; once cells.rnnTimeLoop exists everywhere, the
+# RNN becomes a constant like the others and this check goes.
+if hasattr(cells, "rnnTimeLoop"):
+    FAMILIES["rnn"] = Family(
+        "rnn", cells.rnnTimeLoop, cells.rnnTimeLoopBp,
+        lambda s: {"x": (s.T, s.B, s.I), "hI": (s.B, s.H), "Wx": (s.I, s.H), "Wh": (s.H, s.H),
+                   "b": (2, s.H)},
+        ("h",), lambda out: {"dLdhLast": out[0][-1]},
+        {"tanh": {"activation": "tanh"}, "relu": {"activation": "relu"}}, blocks=1)
+
+CHECK_SHAPE = Shape(T=6, B=3, I=4, H=3)
+BENCH_SHAPES = (Shape(T=100, B=1, I=128, H=128), Shape(T=100, B=64, I=256, H=256))
+
+# Allowed max abs differences, relative to max(1, max|reference|).
+# Finite differences: step 1e-5 in float64 leaves a truncation error of order 1e-10·|L'''| and a
+# rounding error of order 1e-16·|L| / 1e-5, both well below 1e-7 on the check's small problem;
+# a wrong formula is off by 1e-2 or more.
+FD_STEP, FD_TOLERANCE = 1e-5, 1e-7
+# float32 against float64, and the backward on the workspace against the recomputing one (in
+# both dtypes): float32 rounds at 6e-8 per operation and the small problem's sums have a few
+# dozen terms (errors of order 1e-6); 1e-4 still catches a wrong formula, whose errors are of
+# order 1e-2. float64 rounds at 1e-16: 1e-10.
+TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
+
+
+def available_cpus():
+    """The CPUs this process may run on (all of them where the OS does not say)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m cells", description=__doc__.split("\n")[0])
-    parser.add_argument("--family", nargs="+", choices=_bench.FAMILIES,
-                        default=list(_bench.FAMILIES),
+    parser.add_argument("--family", nargs="+", choices=FAMILIES, default=list(FAMILIES),
                         help="cell families to check and time (default: all)")
-    parser.add_argument("--threads", type=int, default=_bench.default_threads(),
-                        help="threads for every contender (default: all CPUs, %(default)s)")
+    parser.add_argument("--threads", type=int, default=available_cpus(),
+                        help="n_threads of every call (default: the CPUs available, "
+                             "%(default)s)")
     parser.add_argument("--repeats", type=int, default=3,
-                        help="timed rounds per case, median reported (default %(default)s)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a single timed round per case")
+                        help="timed samples per case, median reported (default %(default)s)")
     return parser.parse_args(argv)
 
 
-def print_self_check(family, rows):
-    """One line per dtype and variant: the largest difference and the failing outputs."""
-    names = ", ".join(family.outputs + family.grads)
-    print(f"Self-check {family.name}: {names} of cells vs float64 NumPy "
-          f"({_bench.SELF_CHECK_SHAPE}, random dLdh and final-state gradients; backward "
-          f"recomputing the forward and on its workspace)")
-    for dtype in ("float32", "float64"):
-        for variant in family.variants:
-            group = [r for r in rows if r["dtype"] == dtype and r["variant"] == variant]
-            failed = [r["output"] for r in group if not r["ok"]]
-            worst = max(r["max_abs_diff"] for r in group)
-            label = f"{dtype} {variant}" if len(family.variants) > 1 else dtype
-            print(f"  {label:27} max abs diff {worst:.1e}  "
+# ----------------------------------------------------------------------------------------------
+# Self-check
+# ----------------------------------------------------------------------------------------------
+
+def as_outputs(result):
+    """The forward's outputs as a tuple: h alone (GRU, RNN) becomes (h,)."""
+    return result if isinstance(result, tuple) else (result,)
+
+
+def forward_with_workspace(family, inputs, opts, threads):
+    """(outputs, workspace) of the forward with return_workspace=True."""
+    result = family.forward(*inputs.values(), return_workspace=True, n_threads=threads, **opts)
+    return result[:-1], result[-1]
+
+
+def backward(family, inputs, opts, threads, weights, workspace=None):
+    """The gradients of the inputs, in input order, of the loss weighted by `weights`."""
+    grads = family.backward(*inputs.values(), workspace=workspace, n_threads=threads,
+                            **weights, **opts)
+    return grads[:len(inputs)]
+
+
+def weighted_loss(family, inputs, opts, threads, weights):
+    """The loss whose gradients the backward computes for `weights`: <dLdh, h> plus every final
+    state weighted by the weights of its gradient keyword."""
+    outputs = as_outputs(family.forward(*inputs.values(), n_threads=threads, **opts))
+    total = float(np.sum(weights["dLdh"] * outputs[0]))
+    for keyword, state in family.final_states(outputs).items():
+        total += float(np.sum(weights[keyword] * state))
+    return total
+
+
+def relative_diff(a, ref, dtype):
+    """max|a - ref| / max(1, max|ref|); inf when a's shape or dtype is not ref's and dtype's."""
+    if a.shape != ref.shape or a.dtype != dtype:
+        return math.inf
+    if a.size == 0:
+        return 0.0
+    scale = max(1.0, float(np.max(np.abs(ref))))
+    return float(np.max(np.abs(a.astype(np.float64) - ref))) / scale
+
+
+def check_variant(family, opts, threads, shape=CHECK_SHAPE, seed=0):
+    """The three checks of one family and variant: {check: {item: (error, tolerance)}}."""
+    rng = np.random.default_rng(seed)
+
+    def draw(dims):   # U(-1, 1), float32 values held in float64: both runs see the same inputs
+        return rng.uniform(-1, 1, dims).astype(np.float32).astype(np.float64)
+
+    f64, f32 = np.dtype(np.float64), np.dtype(np.float32)
+    inputs = {name: draw(dims) for name, dims in family.input_dims(shape).items()}
+    outputs, workspace = forward_with_workspace(family, inputs, opts, threads)
+    weights = {"dLdh": draw(outputs[0].shape)}
+    weights |= {k: draw(state.shape) for k, state in family.final_states(outputs).items()}
+    grads = backward(family, inputs, opts, threads, weights)
+    grads_ws = backward(family, inputs, opts, threads, weights, workspace)
+    inputs32 = {name: a.astype(f32) for name, a in inputs.items()}
+    weights32 = {k: w.astype(f32) for k, w in weights.items()}
+    outputs32, workspace32 = forward_with_workspace(family, inputs32, opts, threads)
+    grads32 = backward(family, inputs32, opts, threads, weights32)
+    grads32_ws = backward(family, inputs32, opts, threads, weights32, workspace32)
+    grad_names = [f"dLd{name}" for name in inputs]
+
+    fd = {}
+    for (name, a), grad_name, grad in zip(inputs.items(), grad_names, grads):
+        direction = rng.standard_normal(a.shape)
+        plus, minus = (weighted_loss(family, {**inputs, name: a + step * direction}, opts,
+                                     threads, weights)
+                       for step in (FD_STEP, -FD_STEP))
+        numeric = (plus - minus) / (2 * FD_STEP)
+        analytic = float(np.sum(grad * direction))
+        fd[grad_name] = (abs(numeric - analytic) / max(1.0, abs(analytic)), FD_TOLERANCE)
+
+    single = {name: (relative_diff(o32, o, f32), TOLERANCE[f32])
+              for name, o32, o in zip(family.outputs, outputs32, outputs)}
+    single |= {name: (relative_diff(g32, g, f32), TOLERANCE[f32])
+               for name, g32, g in zip(grad_names, grads32, grads)}
+
+    ws = {f"{name} float64": (relative_diff(g_ws, g, f64), TOLERANCE[f64])
+          for name, g_ws, g in zip(grad_names, grads_ws, grads)}
+    ws |= {f"{name} float32": (relative_diff(g_ws, g, f32), TOLERANCE[f32])
+           for name, g_ws, g in zip(grad_names, grads32_ws, grads32)}
+    return {"gradients": fd, "float32": single, "workspace": ws}
+
+
+def self_check(families, threads):
+    """Print one line per family and variant; return the failures as text."""
+    print(f"self-check ({CHECK_SHAPE}, n_threads={threads}), worst error relative to "
+          f"max(1, max|reference|):\n"
+          f"  gradients  float64 backward vs central finite differences of the forward\n"
+          f"  float32    outputs and gradients vs float64 on the same inputs\n"
+          f"  workspace  backward on the forward's workspace vs recomputing the forward")
+    failures = []
+    for family in families:
+        for variant, opts in family.variants.items():
+            label = family.name if len(family.variants) == 1 else f"{family.name} {variant}"
+            checks = check_variant(family, opts, threads)
+            failed = [f"{item} ({check})" for check, items in checks.items()
+                      for item, (error, tolerance) in items.items() if not error <= tolerance]
+            worst = "  ".join(f"{check} {max(e for e, _ in items.values()):.1e}"
+                              for check, items in checks.items())
+            print(f"  {label:26} {worst}  "
                   + (f"FAILED: {', '.join(failed)}" if failed else "ok"))
+            failures += [f"{label}: {f}" for f in failed]
+    return failures
+
+
+# ----------------------------------------------------------------------------------------------
+# Benchmark
+# ----------------------------------------------------------------------------------------------
+
+def median_seconds(call, repeats, min_sample_s=0.02):
+    """Median seconds per call over `repeats` samples of at least min_sample_s each. The first,
+    untimed call wakes the thread pool; unless it lasted 5 x min_sample_s, a second one (warm)
+    sets the number of calls per sample."""
+    t0 = time.perf_counter()
+    call()
+    seconds = time.perf_counter() - t0
+    if seconds < 5 * min_sample_s:
+        t0 = time.perf_counter()
+        call()
+        seconds = time.perf_counter() - t0
+    number = max(1, math.ceil(min_sample_s / seconds))
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            call()
+        samples.append((time.perf_counter() - t0) / number)
+    return median(samples)
+
+
+def time_variant(family, opts, shape, threads, repeats, seed=0):
+    """Median ms of inference and of a training step (forward with its workspace, backward of
+    loss = h.sum()), float32: x ~ U(-1, 1), initial states U(-0.5, 0.5), weights and biases
+    U(-1/sqrt(H), 1/sqrt(H)) as PyTorch initialises them."""
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for name, dims in family.input_dims(shape).items():
+        bound = {"x": 1.0, "hI": 0.5, "cI": 0.5}.get(name, 1 / math.sqrt(shape.H))
+        inputs.append(rng.uniform(-bound, bound, dims).astype(np.float32))
+    dLdh = np.ones((shape.T, shape.B, shape.H), np.float32)
+
+    def inference():
+        family.forward(*inputs, n_threads=threads, **opts)
+
+    def training():
+        workspace = family.forward(*inputs, return_workspace=True, n_threads=threads, **opts)[-1]
+        family.backward(*inputs, dLdh, workspace=workspace, n_threads=threads, **opts)
+
+    return 1e3 * median_seconds(inference, repeats), 1e3 * median_seconds(training, repeats)
+
+
+def benchmark(families, threads, repeats):
+    """Print a table: per family, variant and shape the median ms and GF/s of both tasks."""
+    print(f"\nbenchmark (float32, n_threads={threads}, median of {repeats} samples); GF/s: the "
+          f"gemm FLOPs any\nimplementation must do, 2·T·B·(I+H)·blocks·H (x3 for training), "
+          f"per second")
+    header = ("family", "variant", "shape", "inference ms", "GF/s", "training ms", "GF/s")
+    lines = []
+    for family in families:
+        for variant, opts in family.variants.items():
+            for shape in BENCH_SHAPES:
+                flops = 2 * shape.T * shape.B * (shape.I + shape.H) * family.blocks * shape.H
+                inference, training = time_variant(family, opts, shape, threads, repeats)
+                lines.append((family.name, variant, str(shape), f"{inference:.3f}",
+                              f"{flops / inference / 1e6:.1f}", f"{training:.3f}",
+                              f"{3 * flops / training / 1e6:.1f}"))
+    widths = [max(len(row[k]) for row in [header, *lines]) for k in range(len(header))]
+    for row in [header, *lines]:
+        print("  " + "  ".join(x.ljust(w) if k < 3 else x.rjust(w)
+                               for k, (x, w) in enumerate(zip(row, widths))))
 
 
 def main(argv=None):
     args = parse_args(argv)
-    repeats = 1 if args.quick else args.repeats
-    _bench.optional_torch()   # loaded now so that its thread pools are listed
-    print(f"threads: {args.threads} (CPUs available: {_bench.default_threads()}), "
-          f"CPU: {_bench.cpu_model()}, load average: {_bench.load_average()}")
-    print("thread pools (threadpoolctl):")
-    for line in _bench.threadpool_summary():
-        print("  " + line)
-    print()
-
     start = time.perf_counter()
-    families = [_bench.FAMILIES[name] for name in dict.fromkeys(args.family)]
-    missing = [f for f in families if not f.available()]
-    for f in missing:
-        print(f"MISSING: {f.name}: this build of cells has no {f.cells_forward} / "
-              f"{f.cells_backward}; skipped")
-    families = [f for f in families if f not in missing]
-
-    check = []
-    for family in families:
-        rows = _bench.self_check(family, args.threads)
-        print_self_check(family, rows)
-        check += rows
-    print()
-
-    ceiling = _bench.gemm_ceiling(np.float32, args.threads)
-    rows = []
-    for family in families:
-        for shape in SHAPES:
-            for training in (False, True):
-                for variant in family.variants:
-                    rows += _bench.compare(family, shape, dtype=np.float32, threads=args.threads,
-                                           variant=variant, training=training, repeats=repeats,
-                                           ceiling=ceiling)
-    print("contenders: cells, numpy (plain NumPy cell), torch: "
-          + "; ".join(f"{f.name} {f.torch_name}" for f in families))
-    print(f"big-square sgemm (1024³, {args.threads} threads): {ceiling:.0f} GF/s")
-    print(f"float32, median of {repeats} alternated round(s); {_bench.TABLE_LEGEND}")
-    print(_bench.format_table(rows))
+    print(f"cells {cells.__version__} ({os.path.dirname(cells.__file__)}), "
+          f"{available_cpus()} CPUs available, load average "
+          f"{os.getloadavg()[0]:.2f}")
+    for pool in threadpoolctl.threadpool_info():
+        print(f"  thread pool: {pool['user_api']} {pool['internal_api']} {pool.get('version')} "
+              f"num_threads={pool['num_threads']} ({os.path.basename(pool['filepath'])})")
+    if "rnn" not in FAMILIES:
+        print("rnn: skipped, this build of cells has no rnnTimeLoop")
+    families = [FAMILIES[name] for name in dict.fromkeys(args.family)]
+    failures = self_check(families, args.threads)
+    benchmark(families, args.threads, args.repeats)
     print(f"\n({time.perf_counter() - start:.0f} s)")
-
-    others = [r for r in rows if r["contender"] != "cells" and not r["ok"]]
-    if others:
-        print(f"\nnote: {len(others)} result(s) of other contenders outside the tolerance: "
-              + ", ".join(f"{r['family']} {r['contender']} {r['task']} T={r['T']} B={r['B']}"
-                          for r in others))
-    failed = [r for r in check if not r["ok"]] + [
-        r for r in rows if r["contender"] == "cells" and not r["ok"]]
-    if failed or missing:
-        print(f"\nFAILED: {len(failed)} cells result(s) outside the tolerance "
-              f"({_bench.TOLERANCE[np.dtype(np.float32)]:g} (float32), "
-              f"{_bench.TOLERANCE[np.dtype(np.float64)]:g} (float64) x max(1, max|reference|))"
-              + (f"; missing kernels: {', '.join(f.name for f in missing)}" if missing else ""))
+    if failures:
+        print(f"FAILED: {len(failures)} check(s): " + "; ".join(failures))
         return 1
-    print("\nself-check passed")
+    print("self-check passed")
     return 0
 
 

@@ -41,16 +41,17 @@
 #define CELLS_ROW CELLS_FN void
 #endif
 
-/* The float whose IEEE-754 bits are `bits`. */
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-CELLS_FN float cells_float_from_bits(int bits) { return __int_as_float(bits); }
-#else
+/* The float whose IEEE-754 bits are `bits`: the device intrinsic in device code (nvcc's device
+ * pass and NVRTC both define __CUDA_ARCH__), memcpy on the host (nvcc's host pass, C compilers). */
 CELLS_FN float cells_float_from_bits(int bits) {
+#if defined(__CUDA_ARCH__)
+    return __int_as_float(bits);
+#else
     float f;
     memcpy(&f, &bits, sizeof f);
     return f;
-}
 #endif
+}
 
 /* e^x in float32 without a libm call, so that loops over it vectorise (libm's expf and tanhf
  * are scalar calls: they made the gate pass 1.5-2.5x slower end to end). Cephes' expf: x = n·ln2
