@@ -85,16 +85,14 @@ LLTM = Family(
     ("h", "hL", "cL"), lambda out: {"dLdhL": out[1], "dLdcL": out[2]},
     {"-": {}}, blocks=3)
 
-FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM)}
-# The RNN's time loops are being added to cells; once cells.rnnTimeLoop exists everywhere, the
-# RNN becomes a constant like the others and this check goes.
-if hasattr(cells, "rnnTimeLoop"):
-    FAMILIES["rnn"] = Family(
-        "rnn", cells.rnnTimeLoop, cells.rnnTimeLoopBp,
-        lambda s: {"x": (s.T, s.B, s.I), "hI": (s.B, s.H), "Wx": (s.I, s.H), "Wh": (s.H, s.H),
-                   "b": (2, s.H)},
-        ("h",), lambda out: {"dLdhLast": out[0][-1]},
-        {"tanh": {"activation": "tanh"}, "relu": {"activation": "relu"}}, blocks=1)
+RNN = Family(
+    "rnn", cells.rnnTimeLoop, cells.rnnTimeLoopBp,
+    lambda s: {"x": (s.T, s.B, s.I), "hI": (s.B, s.H), "Wx": (s.I, s.H), "Wh": (s.H, s.H),
+               "b": (2, s.H)},
+    ("h",), lambda out: {"dLdhLast": out[0][-1]},
+    {"tanh": {"activation": "tanh"}, "relu": {"activation": "relu"}}, blocks=1)
+
+FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM, RNN)}
 
 CHECK_SHAPE = Shape(T=6, B=3, I=4, H=3)
 BENCH_SHAPES = (Shape(T=100, B=1, I=128, H=128), Shape(T=100, B=64, I=256, H=256))
@@ -311,8 +309,6 @@ def main(argv=None):
     for pool in threadpoolctl.threadpool_info():
         print(f"  thread pool: {pool['user_api']} {pool['internal_api']} {pool.get('version')} "
               f"num_threads={pool['num_threads']} ({os.path.basename(pool['filepath'])})")
-    if "rnn" not in FAMILIES:
-        print("rnn: skipped, this build of cells has no rnnTimeLoop")
     families = [FAMILIES[name] for name in dict.fromkeys(args.family)]
     failures = self_check(families, args.threads)
     benchmark(families, args.threads, args.repeats)

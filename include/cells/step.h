@@ -57,7 +57,7 @@ typedef struct {
                            REAL *dP)
 
 /* a + k, or NULL for an array that is not given */
-#define CELLS_AT(a, k) ((a) ? (a) + (k) : NULL)
+#define CELLS_AT(a, k) ((a) ? (a) + (k) : 0)
 
 #define CELLS_IMPL "cells/step_impl.h"
 #include "cells/instantiate.h"
