@@ -16,7 +16,7 @@ Several outputs come as a NamedTuple (GruGrads, LstmCellResult, ...): a tuple in
 docstrings give, whose fields carry those names.
 
     cells.convert                       weight layouts of PyTorch, Keras, ONNX, the block GRU cell
-    cells.onnx                          ONNX's GRU and LSTM operators, and their gradients
+    cells.onnx                          ONNX's GRU, LSTM and RNN operators, and their gradients
 """
 from cells import convert, onnx
 from cells.gru import (

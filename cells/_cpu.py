@@ -43,7 +43,8 @@ def zeros(shape, dtype):
 
 
 def _c_order(a):
-    """a in C order: a copy only when it is not (the time loop reads C-contiguous arrays)."""
+    """An array argument in C order (a copy only when it is not: the time loop reads C-contiguous
+    arrays); None stays None."""
     return None if a is None else np.ascontiguousarray(a)
 
 
@@ -51,14 +52,14 @@ def _c_order(a):
 # The time loop's buffers, for every family
 # ---------------------------------------------------------------------------------------------
 
-def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, gh=None,
-             **weights):
-    """Run the forward time loop of `family` (a key of _time_loop.FAMILIES); `weights` are its
-    Wx, Wh (or W), b, P, clip, activation as _time_loop.forward takes them. Returns
-    (h [sL, bS, nOut], hL, cL [bS, nOut] (cL None without a cell state), gates, c, aux): with
-    keep, every step's gates [sL, bS, G], c [sL, bS, nOut] (families with a cell state) and
-    aux [sL, bS, nOut] (families that keep it), else None. `gh` [bS, G], when given, keeps the
-    last step's recurrent products (the LLTM: its pre-activations)."""
+def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
+             W=None, b=None, P=None, clip=np.inf, activation=0, gh=None):
+    """Run the forward time loop of `family` (a key of _time_loop.FAMILIES) with its weights
+    (Wx and Wh, or W in PyTorch's layout), b, P, clip and activation as _time_loop.forward takes
+    them. Returns (h [sL, bS, nOut], hL, cL [bS, nOut] (cL None without a cell state), gates, c,
+    aux): with keep, every step's gates [sL, bS, G], c [sL, bS, nOut] (families with a cell
+    state) and aux [sL, bS, nOut] (families that keep it), else None. `gh` [bS, G], when given,
+    keeps the last step's recurrent products (the LLTM: its pre-activations)."""
     sL, bS, nIn, nOut = dims
     n_gates, cell_state, has_aux, aux_kept, _ = _time_loop.family_buffers(family)
     G, dtype, steps = n_gates * nOut, x.dtype, (sL if keep else 1)
@@ -68,27 +69,30 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, gh=
     h = np.empty((sL, bS, nOut), dtype)
     hL = np.empty((bS, nOut), dtype)
     cL = np.empty((bS, nOut), dtype) if cell_state else None
-    state = (lambda: np.empty((2, bS, nOut), dtype))
     with sequential_blas():
         _time_loop.forward(
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, keep=keep,
             n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
+            Wx=_c_order(Wx), Wh=_c_order(Wh), W=_c_order(W), b=_c_order(b), P=_c_order(P),
+            clip=clip, activation=activation,
             # Training: every step's gates overwrite its own input projection.
             gx=gates if keep else np.empty((sL, bS, G), dtype),
-            gh=np.empty((bS, G), dtype) if gh is None else gh, hs=state(),
-            cs=state() if cell_state else None, gates=gates, c=c, aux=aux, h=h, hL=hL, cL=cL,
-            **{k: _c_order(v) if isinstance(v, np.ndarray) else v for k, v in weights.items()})
+            gh=np.empty((bS, G), dtype) if gh is None else gh,
+            hs=np.empty((2, bS, nOut), dtype),
+            cs=np.empty((2, bS, nOut), dtype) if cell_state else None,
+            gates=gates, c=c, aux=aux, h=h, hL=hL, cL=cL)
     if not keep:
         return h, hL, cL, None, None, None
     return h, hL, cL, gates, c, (aux if aux_kept else None)
 
 
 def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
-              dLdhL=None, dLdcL=None, dLdgates=None, P=None, **weights):
+              dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
+              clip=np.inf, activation=0):
     """Run the backward time loop of `family` on `saved` = (h, gates, c, aux) of its forward
     with keep (c, aux None where the family has none or does not keep it). Returns (dLdx
-    [sL, bS, nIn], dLdhI [bS, nOut], dLdcI [bS, nOut] or None, dLdWx, dLdWh (or, with W,
-    dLdW, dLdW), dLdb [G], dLdP like P or None); gates and a kept aux are consumed."""
+    [sL, bS, nIn], dLdhI [bS, nOut], dLdcI [bS, nOut] or None, dLdWx, dLdWh (with W: dLdW,
+    None), dLdb [G], dLdP like P or None); gates and a kept aux are consumed."""
     sL, bS, nIn, nOut = dims
     n_gates, cell_state, has_aux, aux_kept, two_phases = _time_loop.family_buffers(family)
     G, dtype = n_gates * nOut, x.dtype
@@ -101,25 +105,23 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     dLdcI = np.empty((bS, nOut), dtype) if cell_state else None
     dLdb = np.empty(G, dtype)
     dLdP = None if P is None else np.empty(P.shape, dtype)
-    if "W" in weights:
-        dLdW = np.empty((G, nOut + nIn), dtype)
-        grads = dict(dLdW=dLdW)
-        dLdWx = dLdWh = dLdW
-    else:
-        dLdWx, dLdWh = np.empty((nIn, G), dtype), np.empty((nOut, G), dtype)
-        grads = dict(dLdWx=dLdWx, dLdWh=dLdWh)
+    dLdW = None if W is None else np.empty((G, nOut + nIn), dtype)
+    dLdWx = None if W is not None else np.empty((nIn, G), dtype)
+    dLdWh = None if W is not None else np.empty((nOut, G), dtype)
     with sequential_blas():
         _time_loop.backward(
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, n_threads=n_threads,
-            x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), P=_c_order(P), h=_c_order(h),
-            c=_c_order(c),
-            gates=gates, aux=aux, dLdh=_c_order(dLdh), dLdhL=_c_order(dLdhL),
-            dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
+            x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), Wx=_c_order(Wx), Wh=_c_order(Wh),
+            W=_c_order(W), P=_c_order(P), clip=clip, activation=activation,
+            h=_c_order(h), c=_c_order(c), gates=gates, aux=aux, dLdh=_c_order(dLdh),
+            dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
             d=np.empty((2, bS, G), dtype),
             daux=np.empty((bS, nOut), dtype) if two_phases else None,
-            dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdb=dLdb, dLdP=dLdP, **grads,
-            **{k: _c_order(v) if isinstance(v, np.ndarray) else v for k, v in weights.items()})
+            dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdWx=dLdWx, dLdWh=dLdWh, dLdW=dLdW,
+            dLdb=dLdb, dLdP=dLdP)
     check.consume_workspace(gates, aux if aux_kept else None)
+    if W is not None:
+        dLdWx, dLdWh = dLdW, None
     return dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP
 
 
@@ -191,10 +193,9 @@ def _state(a, bS, nOut, dtype):
     return np.zeros((bS, nOut), dtype) if a is None else a
 
 
-def _lstm_options(Wp, clip):
-    """The LSTM's own parameters: the peepholes Wp [3nOut] (i, f, o) or None, and the cell clip
-    (cell_clip = 0: none, +inf for the time loop)."""
-    return dict(P=Wp, clip=clip if clip > 0 else np.inf)
+def _kernel_clip(cell_clip):
+    """The time loop's clip bound: +inf stands for no clipping (cell_clip = 0)."""
+    return cell_clip if cell_clip > 0 else np.inf
 
 
 def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, keep, n_threads):
@@ -204,7 +205,7 @@ def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, keep, n_thr
     _, bS, _, nOut = dims
     h, hL, cL, gates, c, _ = _forward(
         "lstm", dims, x, _state(hI, bS, nOut, x.dtype), keep, n_threads, lengths, fwd,
-        cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, **_lstm_options(Wp, clip))
+        cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, clip=_kernel_clip(clip))
     return h, hL, cL, c, gates
 
 
@@ -224,7 +225,7 @@ def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, saved, dLd
     dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp = _backward(
         "lstm", dims, x, _state(hI, bS, nOut, x.dtype), (h, gates, c, None), n_threads,
         lengths, fwd, cI=_state(cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
-        Wx=Wx, Wh=Wr, **_lstm_options(Wp, clip))
+        Wx=Wx, Wh=Wr, P=Wp, clip=_kernel_clip(clip))
     return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp
 
 
