@@ -65,6 +65,28 @@ def gemm_dims(**dims):
             raise ValueError(f"{name} = {n} is larger than BLAS's 32-bit limit {MAX_GEMM_DIM}")
 
 
+def gated_weights(x, hI, Wx, Wh, b, gates, x_ndim, optional=(), **grads):
+    """The checks of a family with weights Wx [nIn, G], Wh [nOut, G] and b [G] or [2, G] (rows
+    bx, bh), G = gates·nOut (the GRU: 3, the RNN: 1), against x [sL, bS, nIn] (a cell's
+    [bS, nIn] when x_ndim = 2) and hI [bS, nOut]; the gradients `grads` are arrays too (those
+    named in `optional` may be None). Returns (backend, (sL, bS, nIn, nOut)), sL = 1 for a
+    cell."""
+    backend = real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
+    ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
+    ndim("hI", hI, 2, "[bS, nOut]")
+    sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
+    nOut = hI.shape[1]
+    G, cols = gates * nOut, f"{gates}*nOut" if gates > 1 else "nOut"
+    shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
+    shape("Wx", Wx, (nIn, G), f"[nIn, {cols}]")
+    shape("Wh", Wh, (nOut, G), f"[nOut, {cols}]")
+    if b.shape not in ((G,), (2, G)):
+        raise ValueError(f"b: expected shape {(G,)} = [{cols}] or {(2, G)} = [2, {cols}] "
+                         f"(rows bx, bh), got {b.shape}")
+    gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, cols: G})
+    return backend, (sL, bS, nIn, nOut)
+
+
 def output_grads(sL, bS, nOut, dLdh, **final_state_grads):
     """Shapes of the gradients arriving at a time loop's outputs, each None or right: dLdh
     [sL, bS, nOut] at every step's output, the others [bS, nOut] at the final states."""

@@ -106,7 +106,7 @@ def gruCell(x, hI, Wx, Wh, b, *, linear_before_reset=False, n_threads=None):
     h [bS, nOut].
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
-    backend, dims = _check_gru(x, hI, Wx, Wh, b, x_ndim=2)
+    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2)
     h, gates, _ = backend.gru_forward(dims, x[None], hI, Wx, Wh, b, lbr, True,
                                       resolve_n_threads(n_threads))
     return GruCellResult(gates[0], h[0])
@@ -119,7 +119,7 @@ def gruCellBp(x, hI, Wx, Wh, b, dLdh, *, linear_before_reset=False, n_threads=No
     dLdWh [nOut, 3nOut], dLdb with b's shape).
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
-    backend, dims = _check_gru(x, hI, Wx, Wh, b, x_ndim=2, dLdh=dLdh)
+    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, *grads = backend.gru_backward(dims, x[None], hI, Wx, Wh, b, lbr, None, dLdh[None],
                                         None, None, resolve_n_threads(n_threads))
@@ -144,7 +144,7 @@ def gruTimeLoop(x, hI, Wx, Wh, b, *, linear_before_reset=False, seq_len=None, fo
     lbr = check.flag("linear_before_reset", linear_before_reset)
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    backend, dims = _check_gru(x, hI, Wx, Wh, b, x_ndim=3)
+    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1])
     h, gates, hc = backend.gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep,
                                        resolve_n_threads(n_threads), lengths, fwd)
@@ -168,8 +168,9 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     fwd = check.flag("forward", forward)
-    backend, dims = _check_gru(x, hI, Wx, Wh, b, x_ndim=3, optional=("dLdh", "dLdhLast"),
-                               dLdh=dLdh, dLdhLast=dLdhLast)
+    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3,
+                                        optional=("dLdh", "dLdhLast"), dLdh=dLdh,
+                                        dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS)
@@ -229,25 +230,6 @@ def gruBlockCellBp(x, hLast, Wru, Wc, bru, bc, dLdr, dLdu, dLdc, dLdh, *, n_thre
 # ---------------------------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------------------------
-
-def _check_gru(x, hI, Wx, Wh, b, x_ndim, optional=(), **grads):
-    """Check the arrays, the gradients `grads` among them (those named in `optional` may be
-    None), against x [sL, bS, nIn] (a cell's [bS, nIn] when x_ndim = 2) and hI [bS, nOut];
-    return (backend, (sL, bS, nIn, nOut)) with sL = 1 for a cell."""
-    backend = check.real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
-    check.ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
-    check.ndim("hI", hI, 2, "[bS, nOut]")
-    sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
-    nOut = hI.shape[1]
-    check.shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
-    check.shape("Wx", Wx, (nIn, 3 * nOut), "[nIn, 3*nOut]")
-    check.shape("Wh", Wh, (nOut, 3 * nOut), "[nOut, 3*nOut]")
-    if b.shape not in ((3 * nOut,), (2, 3 * nOut)):
-        raise ValueError(f"b: expected shape {(3 * nOut,)} = [3*nOut] or {(2, 3 * nOut)} = "
-                         f"[2, 3*nOut] (rows bx, bh), got {b.shape}")
-    check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "4*nOut": 4 * nOut})
-    return backend, (sL, bS, nIn, nOut)
-
 
 def _check_workspace(ws, dims, dtype, lbr, lengths, fwd):
     sL, bS, _, nOut = dims

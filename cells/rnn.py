@@ -65,7 +65,7 @@ def rnnCell(x, hI, Wx, Wh, b, *, activation="tanh", n_threads=None):
     """One RNN step: x [bS, nIn], hI [bS, nOut], Wx [nIn, nOut], Wh [nOut, nOut], b [nOut] or
     [2, nOut]. Returns h [bS, nOut]."""
     act = _activation(activation)
-    backend, dims = _check_rnn(x, hI, Wx, Wh, b, x_ndim=2)
+    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2)
     h, _, _ = backend.rnn_forward(dims, x[None], hI, Wx, Wh, b, act, False,
                                   resolve_n_threads(n_threads))
     return h[0]
@@ -78,7 +78,7 @@ def rnnCellBp(x, hI, Wx, Wh, b, dLdh, *, activation="tanh", n_threads=None):
     dLdWh [nOut, nOut], dLdb with b's shape).
     """
     act = _activation(activation)
-    backend, dims = _check_rnn(x, hI, Wx, Wh, b, x_ndim=2, dLdh=dLdh)
+    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, *grads = backend.rnn_backward(dims, x[None], hI, Wx, Wh, b, act, None, dLdh[None],
                                         None, resolve_n_threads(n_threads))
@@ -103,7 +103,7 @@ def rnnTimeLoop(x, hI, Wx, Wh, b, *, activation="tanh", seq_len=None, forward=Tr
     act = _activation(activation)
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    backend, dims = _check_rnn(x, hI, Wx, Wh, b, x_ndim=3)
+    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1])
     h, _, gates = backend.rnn_forward(dims, x, hI, Wx, Wh, b, act, keep,
                                       resolve_n_threads(n_threads), lengths, fwd)
@@ -128,8 +128,9 @@ def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, acti
     """
     act = _activation(activation)
     fwd = check.flag("forward", forward)
-    backend, dims = _check_rnn(x, hI, Wx, Wh, b, x_ndim=3, optional=("dLdh", "dLdhLast"),
-                               dLdh=dLdh, dLdhLast=dLdhLast)
+    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3,
+                                        optional=("dLdh", "dLdhLast"), dLdh=dLdh,
+                                        dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS)
@@ -152,21 +153,3 @@ def _activation(activation):
         raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
     return activation
 
-
-def _check_rnn(x, hI, Wx, Wh, b, x_ndim, optional=(), **grads):
-    """Check the arrays, the gradients `grads` among them (those named in `optional` may be
-    None), against x [sL, bS, nIn] (a cell's [bS, nIn] when x_ndim = 2) and hI [bS, nOut];
-    return (backend, (sL, bS, nIn, nOut)) with sL = 1 for a cell."""
-    backend = check.real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
-    check.ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
-    check.ndim("hI", hI, 2, "[bS, nOut]")
-    sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
-    nOut = hI.shape[1]
-    check.shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
-    check.shape("Wx", Wx, (nIn, nOut), "[nIn, nOut]")
-    check.shape("Wh", Wh, (nOut, nOut), "[nOut, nOut]")
-    if b.shape not in ((nOut,), (2, nOut)):
-        raise ValueError(f"b: expected shape {(nOut,)} = [nOut] or {(2, nOut)} = [2, nOut] "
-                         f"(rows bx, bh), got {b.shape}")
-    check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "nOut": nOut})
-    return backend, (sL, bS, nIn, nOut)
