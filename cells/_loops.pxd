@@ -4,10 +4,10 @@ from libc.stdint cimport int64_t
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm, real
 
 
-cdef inline Py_ssize_t row_len(const int64_t *seq_len, Py_ssize_t b,
+cdef inline Py_ssize_t row_len(const int64_t *seq_len, Py_ssize_t row,
                                Py_ssize_t sL) noexcept nogil:
-    """How many steps row b runs: seq_len[b], or every step when seq_len is NULL."""
-    return sL if seq_len == NULL else seq_len[b]
+    """How many steps a batch row runs: seq_len[row], or every step when seq_len is NULL."""
+    return sL if seq_len == NULL else seq_len[row]
 
 
 cdef inline Py_ssize_t step_time(Py_ssize_t t, Py_ssize_t length, bint forward) noexcept nogil:
@@ -89,7 +89,7 @@ cdef inline void prev_state_product(
         bint transposed,
         real *W,                 # [nOut, ldw] out: n columns; [n, ldw] when transposed
         Py_ssize_t ldw) noexcept nogil:
-    """W = Σ over every step (tau, b) of hPrev(tau, b)ᵀ·D(tau, b) (or, transposed, its
+    """W = Σ over every step (tau, row) of hPrev(tau, row)ᵀ·D(tau, row) (or, transposed, its
     transpose: a weight in PyTorch's [gates, inputs] layout): a recurrent weight's gradient,
     hPrev being the state that entered the step, without a copy of every step's hPrev.
 
@@ -97,7 +97,7 @@ cdef inline void prev_state_product(
     row's first step tau = len_b-1, where h[len_b] is a padded 0: the product with h shifted
     by one step covers every step but the first ones, which `first` gathers (D at tau = 0
     forward, at len_b-1 in reverse, 0 for an empty row) for a product with hI."""
-    cdef Py_ssize_t b, len_b
+    cdef Py_ssize_t row, len_b
     if sL == 0:
         weight_grad(transposed, nOut, n, 0, hI, nOut, D, ldd, OVERWRITE, W, ldw)   # zeros
         return
@@ -106,12 +106,12 @@ cdef inline void prev_state_product(
         weight_grad(transposed, nOut, n, (sL - 1) * bS, h, nOut, D + bS * ldd, ldd, ACCUMULATE,
                     W, ldw)
         return
-    for b in range(bS):
-        len_b = row_len(seq_len, b, sL)
+    for row in range(bS):
+        len_b = row_len(seq_len, row, sL)
         if len_b > 0:
-            copy_units(n, D + ((len_b - 1) * bS + b) * ldd, first + b * n)
+            copy_units(n, D + ((len_b - 1) * bS + row) * ldd, first + row * n)
         else:
-            zero_units(n, first + b * n)
+            zero_units(n, first + row * n)
     weight_grad(transposed, nOut, n, bS, hI, nOut, first, n, OVERWRITE, W, ldw)
     weight_grad(transposed, nOut, n, (sL - 1) * bS, h + bS * nOut, nOut, D, ldd, ACCUMULATE,
                 W, ldw)
