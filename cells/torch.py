@@ -1,0 +1,782 @@
+"""PyTorch modules on cells' kernels: drop-in torch.nn.GRU, LSTM, RNN, their cells, and the LLTM.
+
+    GRU, LSTM, RNN                subclasses of torch.nn.GRU, LSTM, RNN
+    GRUCell, LSTMCell, RNNCell    subclasses of torch.nn.GRUCell, LSTMCell, RNNCell
+    LLTM(input_features, state_size)   the LLTM of PyTorch's C++-extension tutorial
+    convert(module)               a torch.nn recurrent module (or every one inside a model) as
+                                  the cells-backed class, with the same parameters
+
+The modules keep torch's constructors, parameters (names, shapes, initialisation), state_dicts,
+repr and pickling, and only replace forward: it takes and returns what torch's does (batched
+[sL, bS, nIn] or batch_first [bS, sL, nIn], unbatched [sL, nIn], PackedSequence, optional hx)
+and runs each layer and direction as one call of cells' time loop (the reverse direction with
+forward=False, a packed batch with seq_len: no per-step or per-length Python), with torch's
+dropout between layers in training mode. torch's GRU is cells' linear_before_reset GRU; the
+RNN's nonlinearity is cells' activation. Not implemented yet: the LSTM's proj_size > 0
+(NotImplementedError: cells' kernels have no projection).
+
+Tensors are float32 or float64 on the CPU: the kernels read them as NumPy arrays sharing their
+memory (tensor.numpy(); a strided one is copied by the kernel) and their results become tensors
+without a copy (torch.from_numpy). Another dtype or device is a TypeError naming the argument.
+Every call runs on torch.get_num_threads() threads.
+
+Autograd and torch.compile. Each time loop is a custom operator (torch.library, namespace
+"cells"), with a fake (meta) implementation and a backward formula:
+
+    cells::gru_time_loop(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace) -> (h, gates, hc)
+    cells::lstm_time_loop(x, Wx, Wr, b, hI, cI, seq_len, forward, keep_workspace)
+        -> (h, hL, cL, c, gates)
+    cells::lltm_time_loop(x, W, b, hI, cI, seq_len, forward, keep_workspace) -> (h, hL, cL, gates, c)
+    cells::rnn_time_loop(x, hI, Wx, Wh, b, activation, seq_len, forward, keep_workspace)
+        -> (h, gates)
+
+Arguments and outputs are those of cells.gruTimeLoop (linear_before_reset=True),
+lstmLayerTimeLoop (no peepholes, no clipping), lltmTimeLoop and rnnTimeLoop, in cells' layout
+(x time-major [sL, bS, nIn], Wx [nIn, G·nOut], ...), followed by the training workspace (cells'
+GruWorkspace, ... arrays as tensors; empty tensors with keep_workspace=False). The backward of
+each is the operator cells::<family>_time_loop_backward, which runs cells' *TimeLoopBp on the
+saved workspace: the Bp consumes (overwrites) the gates, so it gets a copy of them, and
+backward(retain_graph=True) can run twice. Without a kept workspace it recomputes the forward
+pass. Double backward raises a RuntimeError. The modules call these operators, so
+torch.compile(model, fullgraph=True) traces models that use them.
+
+torch._dynamo refuses to trace any instance of torch.nn.GRU, LSTM or RNN unless
+torch._dynamo.config.allow_rnn is set; importing this module sets it (for torch's own RNN
+modules too, which dynamo then traces instead of breaking the graph).
+"""
+import copy
+import math
+from typing import Optional
+
+import numpy as np
+import torch
+import torch._dynamo
+from torch import Tensor
+from torch.nn import functional as F
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+import cells
+
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell", "LLTM", "convert"]
+
+torch._dynamo.config.allow_rnn = True
+
+_REAL_DTYPES = (torch.float32, torch.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensors and arrays
+# ---------------------------------------------------------------------------------------------
+
+def _check_tensor(name, t):
+    """A TypeError unless t is a float32 or float64 CPU tensor."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise TypeError(f"{name}: expected a CPU tensor (cells.torch runs on the CPU), got "
+                        f"device {t.device}")
+    if t.dtype not in _REAL_DTYPES:
+        raise TypeError(f"{name}: expected dtype torch.float32 or torch.float64, got {t.dtype}")
+
+
+def _array(name, t):
+    """A checked tensor as a NumPy array sharing its memory; None stays None."""
+    if t is None:
+        return None
+    _check_tensor(name, t)
+    return t.detach().numpy()
+
+
+def _lengths(seq_len):
+    """seq_len (None or an integer CPU tensor [bS]) as the NumPy array cells takes."""
+    if seq_len is None:
+        return None
+    if seq_len.device.type != "cpu" or seq_len.dtype.is_floating_point:
+        raise TypeError(f"seq_len: expected None or an integer CPU tensor, got {seq_len.dtype} "
+                        f"on {seq_len.device}")
+    return seq_len.numpy()
+
+
+def _tensor(a):
+    """A NumPy result as a tensor sharing its memory."""
+    return torch.from_numpy(a)
+
+
+def _consumable(t):
+    """A saved workspace buffer that cells' backward consumes: a copy, so that the saved tensor
+    survives for another backward (retain_graph=True)."""
+    return t.detach().numpy().copy()
+
+
+def _no_workspace(x):
+    """A workspace output of a forward without keep_workspace: an empty 1-d tensor."""
+    return x.new_empty(0)
+
+
+def _kept(buffer):
+    """Whether a forward kept its workspace: its buffers are [sL, bS, ...], not _no_workspace's."""
+    return buffer.dim() == 3
+
+
+def _needed(grads, needs):
+    """The gradients autograd asked for, None for the others."""
+    return tuple(g if need else None for g, need in zip(grads, needs))
+
+
+def _raise_double_backward(op):
+    def backward(ctx, *grads):
+        raise RuntimeError(f"cells.torch: double backward (a gradient of {op}, the backward of "
+                           f"a cells time loop) is not implemented")
+    return backward
+
+
+# ---------------------------------------------------------------------------------------------
+# GRU (PyTorch's: linear_before_reset=True)
+# ---------------------------------------------------------------------------------------------
+
+@torch.library.custom_op("cells::gru_time_loop", mutates_args=())
+def gru_time_loop(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
+                  seq_len: Optional[Tensor], forward: bool,
+                  keep_workspace: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """cells.gruTimeLoop with linear_before_reset=True: x [sL, bS, nIn], hI [bS, nOut],
+    Wx [nIn, 3nOut], Wh [nOut, 3nOut], b [3nOut] or [2, 3nOut], seq_len [bS] or None. Returns
+    (h [sL, bS, nOut], gates [sL, bS, 3nOut], hc [sL, bS, nOut]); gates and hc (the GruWorkspace)
+    are empty without keep_workspace."""
+    arrays = (_array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh),
+              _array("b", b))
+    options = dict(linear_before_reset=True, seq_len=_lengths(seq_len), forward=forward,
+                   n_threads=torch.get_num_threads())
+    if not keep_workspace:
+        return _tensor(cells.gruTimeLoop(*arrays, **options)), _no_workspace(x), _no_workspace(x)
+    h, ws = cells.gruTimeLoop(*arrays, return_workspace=True, **options)
+    return _tensor(h), _tensor(ws.gates), _tensor(ws.hc)
+
+
+@gru_time_loop.register_fake
+def _(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace):
+    sL, bS, nOut = x.shape[0], x.shape[1], hI.shape[1]
+    h = x.new_empty((sL, bS, nOut))
+    if not keep_workspace:
+        return h, _no_workspace(x), _no_workspace(x)
+    return h, x.new_empty((sL, bS, 3 * nOut)), x.new_empty((sL, bS, nOut))
+
+
+@torch.library.custom_op("cells::gru_time_loop_backward", mutates_args=())
+def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
+                           dLdh: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
+                           h: Tensor, gates: Tensor,
+                           hc: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """cells.gruTimeLoopBp (linear_before_reset=True) on cells::gru_time_loop's workspace
+    (h, gates, hc; gates and hc are copied, as the Bp consumes them; empty: the forward is
+    recomputed). Returns (dLdx, dLdhI, dLdWx, dLdWh, dLdb), shaped as x, hI, Wx, Wh, b."""
+    lengths = _lengths(seq_len)
+    workspace = None
+    if _kept(gates):
+        workspace = cells.GruWorkspace(_array("h", h), _consumable(gates), _consumable(hc),
+                                       lengths, forward)
+    grads = cells.gruTimeLoopBp(
+        _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
+        _array("dLdh", dLdh), workspace=workspace, linear_before_reset=True, seq_len=lengths,
+        forward=forward, n_threads=torch.get_num_threads())
+    return tuple(_tensor(g) for g in grads)
+
+
+@gru_time_loop_backward.register_fake
+def _(x, hI, Wx, Wh, b, dLdh, seq_len, forward, h, gates, hc):
+    return tuple(t.new_empty(t.shape) for t in (x, hI, Wx, Wh, b))
+
+
+def _gru_setup_context(ctx, inputs, output):
+    x, hI, Wx, Wh, b, seq_len, forward, _ = inputs
+    h, gates, hc = output
+    ctx.set_materialize_grads(False)
+    ctx.mark_non_differentiable(gates, hc)
+    ctx.save_for_backward(x, hI, Wx, Wh, b, seq_len, h, gates, hc)
+    ctx.forward = forward
+
+
+def _gru_backward(ctx, dLdh, _gates, _hc):
+    needs = ctx.needs_input_grad[:5]
+    if not any(needs) or dLdh is None:
+        return (None,) * 8
+    x, hI, Wx, Wh, b, seq_len, h, gates, hc = ctx.saved_tensors
+    grads = torch.ops.cells.gru_time_loop_backward(x, hI, Wx, Wh, b, dLdh, seq_len, ctx.forward,
+                                                   h, gates, hc)
+    return (*_needed(grads, needs), None, None, None)
+
+
+gru_time_loop.register_autograd(_gru_backward, setup_context=_gru_setup_context)
+gru_time_loop_backward.register_autograd(_raise_double_backward("cells::gru_time_loop"))
+
+
+# ---------------------------------------------------------------------------------------------
+# LSTM (no peepholes, no clipping: PyTorch's)
+# ---------------------------------------------------------------------------------------------
+
+@torch.library.custom_op("cells::lstm_time_loop", mutates_args=())
+def lstm_time_loop(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
+                   seq_len: Optional[Tensor], forward: bool,
+                   keep_workspace: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """cells.lstmLayerTimeLoop: x [sL, bS, nIn], Wx [nIn, 4nOut], Wr [nOut, 4nOut], b [4nOut],
+    hI, cI [bS, nOut], seq_len [bS] or None. Returns (h [sL, bS, nOut], hL, cL [bS, nOut],
+    c [sL, bS, nOut], gates [sL, bS, 4nOut]); c and gates (the LstmWorkspace) are empty without
+    keep_workspace."""
+    arrays = (_array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b),
+              _array("hI", hI), _array("cI", cI))
+    options = dict(seq_len=_lengths(seq_len), forward=forward,
+                   n_threads=torch.get_num_threads())
+    if not keep_workspace:
+        h, hL, cL = cells.lstmLayerTimeLoop(*arrays, **options)
+        return _tensor(h), _tensor(hL), _tensor(cL), _no_workspace(x), _no_workspace(x)
+    h, hL, cL, ws = cells.lstmLayerTimeLoop(*arrays, return_workspace=True, **options)
+    return _tensor(h), _tensor(hL), _tensor(cL), _tensor(ws.c), _tensor(ws.gates)
+
+
+@lstm_time_loop.register_fake
+def _(x, Wx, Wr, b, hI, cI, seq_len, forward, keep_workspace):
+    sL, bS, nOut = x.shape[0], x.shape[1], hI.shape[1]
+    outputs = (x.new_empty((sL, bS, nOut)), hI.new_empty(hI.shape), hI.new_empty(hI.shape))
+    if not keep_workspace:
+        return (*outputs, _no_workspace(x), _no_workspace(x))
+    return (*outputs, x.new_empty((sL, bS, nOut)), x.new_empty((sL, bS, 4 * nOut)))
+
+
+@torch.library.custom_op("cells::lstm_time_loop_backward", mutates_args=())
+def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor,
+                            cI: Tensor, dLdh: Optional[Tensor], dLdhL: Optional[Tensor],
+                            dLdcL: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
+                            h: Tensor, c: Tensor, gates: Tensor
+                            ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """cells.lstmLayerTimeLoopBp on cells::lstm_time_loop's workspace (h, c, gates; gates are
+    copied, as the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdWx,
+    dLdWr, dLdb, dLdhI, dLdcI), shaped as x, Wx, Wr, b, hI, cI."""
+    lengths = _lengths(seq_len)
+    workspace = None
+    if _kept(gates):
+        workspace = cells.LstmWorkspace(_array("h", h), _array("c", c), _consumable(gates),
+                                        lengths, forward, 0.0, False)
+    grads = cells.lstmLayerTimeLoopBp(
+        _array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b), _array("hI", hI),
+        _array("cI", cI), _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL),
+        dLdcL=_array("dLdcL", dLdcL), seq_len=lengths, forward=forward, workspace=workspace,
+        n_threads=torch.get_num_threads())
+    return tuple(_tensor(g) for g in grads[:6])
+
+
+@lstm_time_loop_backward.register_fake
+def _(x, Wx, Wr, b, hI, cI, dLdh, dLdhL, dLdcL, seq_len, forward, h, c, gates):
+    return tuple(t.new_empty(t.shape) for t in (x, Wx, Wr, b, hI, cI))
+
+
+def _lstm_setup_context(ctx, inputs, output):
+    x, Wx, Wr, b, hI, cI, seq_len, forward, _ = inputs
+    h, _, _, c, gates = output
+    ctx.set_materialize_grads(False)
+    ctx.mark_non_differentiable(c, gates)
+    ctx.save_for_backward(x, Wx, Wr, b, hI, cI, seq_len, h, c, gates)
+    ctx.forward = forward
+
+
+def _lstm_backward(ctx, dLdh, dLdhL, dLdcL, _c, _gates):
+    needs = ctx.needs_input_grad[:6]
+    if not any(needs) or (dLdh is None and dLdhL is None and dLdcL is None):
+        return (None,) * 9
+    x, Wx, Wr, b, hI, cI, seq_len, h, c, gates = ctx.saved_tensors
+    grads = torch.ops.cells.lstm_time_loop_backward(x, Wx, Wr, b, hI, cI, dLdh, dLdhL, dLdcL,
+                                                    seq_len, ctx.forward, h, c, gates)
+    return (*_needed(grads, needs), None, None, None)
+
+
+lstm_time_loop.register_autograd(_lstm_backward, setup_context=_lstm_setup_context)
+lstm_time_loop_backward.register_autograd(_raise_double_backward("cells::lstm_time_loop"))
+
+
+# ---------------------------------------------------------------------------------------------
+# LLTM
+# ---------------------------------------------------------------------------------------------
+
+@torch.library.custom_op("cells::lltm_time_loop", mutates_args=())
+def lltm_time_loop(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
+                   seq_len: Optional[Tensor], forward: bool,
+                   keep_workspace: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """cells.lltmTimeLoop: x [sL, bS, nIn], W [3S, S+nIn] (columns h then x), b [3S],
+    hI, cI [bS, S], seq_len [bS] or None. Returns (h [sL, bS, S], hL, cL [bS, S],
+    gates [sL, bS, 3S], c [sL, bS, S]); gates and c (the LltmWorkspace) are empty without
+    keep_workspace."""
+    arrays = (_array("x", x), _array("W", W), _array("b", b), _array("hI", hI),
+              _array("cI", cI))
+    options = dict(seq_len=_lengths(seq_len), forward=forward,
+                   n_threads=torch.get_num_threads())
+    if not keep_workspace:
+        h, hL, cL = cells.lltmTimeLoop(*arrays, **options)
+        return _tensor(h), _tensor(hL), _tensor(cL), _no_workspace(x), _no_workspace(x)
+    h, hL, cL, ws = cells.lltmTimeLoop(*arrays, return_workspace=True, **options)
+    return _tensor(h), _tensor(hL), _tensor(cL), _tensor(ws.gates), _tensor(ws.c)
+
+
+@lltm_time_loop.register_fake
+def _(x, W, b, hI, cI, seq_len, forward, keep_workspace):
+    sL, bS, S = x.shape[0], x.shape[1], hI.shape[1]
+    outputs = (x.new_empty((sL, bS, S)), hI.new_empty(hI.shape), hI.new_empty(hI.shape))
+    if not keep_workspace:
+        return (*outputs, _no_workspace(x), _no_workspace(x))
+    return (*outputs, x.new_empty((sL, bS, 3 * S)), x.new_empty((sL, bS, S)))
+
+
+@torch.library.custom_op("cells::lltm_time_loop_backward", mutates_args=())
+def lltm_time_loop_backward(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
+                            dLdh: Optional[Tensor], dLdhL: Optional[Tensor],
+                            dLdcL: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
+                            h: Tensor, gates: Tensor,
+                            c: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """cells.lltmTimeLoopBp on cells::lltm_time_loop's workspace (h, gates, c; gates are
+    copied, as the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdW,
+    dLdb, dLdhI, dLdcI), shaped as x, W, b, hI, cI."""
+    lengths = _lengths(seq_len)
+    workspace = None
+    if _kept(gates):
+        workspace = cells.LltmWorkspace(_array("h", h), _consumable(gates), _array("c", c),
+                                        lengths, forward)
+    grads = cells.lltmTimeLoopBp(
+        _array("x", x), _array("W", W), _array("b", b), _array("hI", hI), _array("cI", cI),
+        _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL), dLdcL=_array("dLdcL", dLdcL),
+        seq_len=lengths, forward=forward, workspace=workspace,
+        n_threads=torch.get_num_threads())
+    return tuple(_tensor(g) for g in grads)
+
+
+@lltm_time_loop_backward.register_fake
+def _(x, W, b, hI, cI, dLdh, dLdhL, dLdcL, seq_len, forward, h, gates, c):
+    return tuple(t.new_empty(t.shape) for t in (x, W, b, hI, cI))
+
+
+def _lltm_setup_context(ctx, inputs, output):
+    x, W, b, hI, cI, seq_len, forward, _ = inputs
+    h, _, _, gates, c = output
+    ctx.set_materialize_grads(False)
+    ctx.mark_non_differentiable(gates, c)
+    ctx.save_for_backward(x, W, b, hI, cI, seq_len, h, gates, c)
+    ctx.forward = forward
+
+
+def _lltm_backward(ctx, dLdh, dLdhL, dLdcL, _gates, _c):
+    needs = ctx.needs_input_grad[:5]
+    if not any(needs) or (dLdh is None and dLdhL is None and dLdcL is None):
+        return (None,) * 8
+    x, W, b, hI, cI, seq_len, h, gates, c = ctx.saved_tensors
+    grads = torch.ops.cells.lltm_time_loop_backward(x, W, b, hI, cI, dLdh, dLdhL, dLdcL,
+                                                    seq_len, ctx.forward, h, gates, c)
+    return (*_needed(grads, needs), None, None, None)
+
+
+lltm_time_loop.register_autograd(_lltm_backward, setup_context=_lltm_setup_context)
+lltm_time_loop_backward.register_autograd(_raise_double_backward("cells::lltm_time_loop"))
+
+
+# ---------------------------------------------------------------------------------------------
+# RNN (tanh or relu)
+# ---------------------------------------------------------------------------------------------
+
+@torch.library.custom_op("cells::rnn_time_loop", mutates_args=())
+def rnn_time_loop(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor, activation: str,
+                  seq_len: Optional[Tensor], forward: bool,
+                  keep_workspace: bool) -> tuple[Tensor, Tensor]:
+    """cells.rnnTimeLoop: x [sL, bS, nIn], hI [bS, nOut], Wx [nIn, nOut], Wh [nOut, nOut],
+    b [nOut] or [2, nOut], activation "tanh" or "relu", seq_len [bS] or None. Returns
+    (h [sL, bS, nOut], gates [sL, bS, nOut]); gates (the RnnWorkspace) is empty without
+    keep_workspace."""
+    arrays = (_array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh),
+              _array("b", b))
+    options = dict(activation=activation, seq_len=_lengths(seq_len), forward=forward,
+                   n_threads=torch.get_num_threads())
+    if not keep_workspace:
+        return _tensor(cells.rnnTimeLoop(*arrays, **options)), _no_workspace(x)
+    h, ws = cells.rnnTimeLoop(*arrays, return_workspace=True, **options)
+    return _tensor(h), _tensor(ws.gates)
+
+
+@rnn_time_loop.register_fake
+def _(x, hI, Wx, Wh, b, activation, seq_len, forward, keep_workspace):
+    h = x.new_empty((x.shape[0], x.shape[1], hI.shape[1]))
+    return h, (h.new_empty(h.shape) if keep_workspace else _no_workspace(x))
+
+
+@torch.library.custom_op("cells::rnn_time_loop_backward", mutates_args=())
+def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
+                           dLdh: Optional[Tensor], activation: str, seq_len: Optional[Tensor],
+                           forward: bool, h: Tensor,
+                           gates: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """cells.rnnTimeLoopBp on cells::rnn_time_loop's workspace (h, gates; gates are copied, as
+    the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdhI, dLdWx,
+    dLdWh, dLdb), shaped as x, hI, Wx, Wh, b."""
+    lengths = _lengths(seq_len)
+    workspace = None
+    if _kept(gates):
+        workspace = cells.RnnWorkspace(_array("h", h), _consumable(gates), activation, lengths,
+                                       forward)
+    grads = cells.rnnTimeLoopBp(
+        _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
+        _array("dLdh", dLdh), workspace=workspace, activation=activation, seq_len=lengths,
+        forward=forward, n_threads=torch.get_num_threads())
+    return tuple(_tensor(g) for g in grads)
+
+
+@rnn_time_loop_backward.register_fake
+def _(x, hI, Wx, Wh, b, dLdh, activation, seq_len, forward, h, gates):
+    return tuple(t.new_empty(t.shape) for t in (x, hI, Wx, Wh, b))
+
+
+def _rnn_setup_context(ctx, inputs, output):
+    x, hI, Wx, Wh, b, activation, seq_len, forward, _ = inputs
+    h, gates = output
+    ctx.set_materialize_grads(False)
+    ctx.mark_non_differentiable(gates)
+    ctx.save_for_backward(x, hI, Wx, Wh, b, seq_len, h, gates)
+    ctx.options = activation, forward
+
+
+def _rnn_backward(ctx, dLdh, _gates):
+    needs = ctx.needs_input_grad[:5]
+    if not any(needs) or dLdh is None:
+        return (None,) * 9
+    x, hI, Wx, Wh, b, seq_len, h, gates = ctx.saved_tensors
+    activation, forward = ctx.options
+    grads = torch.ops.cells.rnn_time_loop_backward(x, hI, Wx, Wh, b, dLdh, activation, seq_len,
+                                                   forward, h, gates)
+    return (*_needed(grads, needs), None, None, None, None)
+
+
+rnn_time_loop.register_autograd(_rnn_backward, setup_context=_rnn_setup_context)
+rnn_time_loop_backward.register_autograd(_raise_double_backward("cells::rnn_time_loop"))
+
+
+# ---------------------------------------------------------------------------------------------
+# One layer and direction of each family, on torch's parameters
+# ---------------------------------------------------------------------------------------------
+
+def _keep_workspace(*tensors):
+    """Whether autograd records a call on these tensors: then the forward keeps its workspace."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _final_state(h, lengths, forward):
+    """A GRU's or RNN's final state [bS, nOut] from its outputs h [sL, bS, nOut]: each row's
+    state after its last step (time lengths-1 going forward, 0 in reverse; every length >= 1)."""
+    if not forward:
+        return h[0]
+    if lengths is None:
+        return h[-1]
+    return h[lengths - 1, torch.arange(h.shape[1])]
+
+
+class _Family:
+    """What a family's modules (the stack and the cell) share: its states, as a tuple (hx,) or
+    (h0, c0), and how one layer and direction runs on cells' time loop:
+    _run(x [sL, bS, nIn], states, (weight_ih, weight_hh, bias_ih, bias_hh), lengths, forward)
+    -> (h [sL, bS, H], final states). The weights are torch's (bias None without bias);
+    cells' layout is their transpose (torch's gate order is cells')."""
+
+    _state_names = ("hx",)
+
+    def _states(self, hx):
+        return (hx,)
+
+    def _hx(self, states):
+        return states[0]
+
+
+class _GruFamily(_Family):
+    def _run(self, x, states, weights, lengths, forward):
+        (hI,), (weight_ih, weight_hh, bias_ih, bias_hh) = states, weights
+        b = x.new_zeros(weight_ih.shape[0]) if bias_ih is None else torch.stack([bias_ih, bias_hh])
+        Wx, Wh = weight_ih.t(), weight_hh.t()
+        h, _, _ = torch.ops.cells.gru_time_loop(x, hI, Wx, Wh, b, lengths, forward,
+                                                _keep_workspace(x, hI, Wx, Wh, b))
+        return h, (_final_state(h, lengths, forward),)
+
+
+class _LstmFamily(_Family):
+    _state_names = ("hx[0]", "hx[1]")
+
+    def _states(self, hx):
+        h0, c0 = hx
+        return h0, c0
+
+    def _hx(self, states):
+        return tuple(states)
+
+    def _run(self, x, states, weights, lengths, forward):
+        (hI, cI), (weight_ih, weight_hh, bias_ih, bias_hh) = states, weights
+        b = x.new_zeros(weight_ih.shape[0]) if bias_ih is None else bias_ih + bias_hh
+        Wx, Wr = weight_ih.t(), weight_hh.t()
+        h, hL, cL, _, _ = torch.ops.cells.lstm_time_loop(x, Wx, Wr, b, hI, cI, lengths, forward,
+                                                         _keep_workspace(x, Wx, Wr, b, hI, cI))
+        return h, (hL, cL)
+
+
+class _RnnFamily(_Family):
+    def _run(self, x, states, weights, lengths, forward):
+        (hI,), (weight_ih, weight_hh, bias_ih, bias_hh) = states, weights
+        b = x.new_zeros(weight_ih.shape[0]) if bias_ih is None else torch.stack([bias_ih, bias_hh])
+        Wx, Wh = weight_ih.t(), weight_hh.t()
+        h, _ = torch.ops.cells.rnn_time_loop(x, hI, Wx, Wh, b, self.nonlinearity, lengths,
+                                             forward, _keep_workspace(x, hI, Wx, Wh, b))
+        return h, (_final_state(h, lengths, forward),)
+
+
+def _check_states(names, states, dtype):
+    """The initial states: float32 or float64 CPU tensors of the input's dtype (a RuntimeError
+    for another float dtype, as torch's)."""
+    for name, s in zip(names, states):
+        _check_tensor(name, s)
+        if s.dtype != dtype:
+            raise RuntimeError(f"{name}: expected dtype {dtype} (the input's), got {s.dtype}")
+
+
+def _check_no_projection(module):
+    if getattr(module, "proj_size", 0) > 0:
+        raise NotImplementedError(
+            f"{type(module).__name__}: proj_size={module.proj_size} (LSTM with projections) is "
+            f"not implemented in cells' kernels yet")
+
+
+# ---------------------------------------------------------------------------------------------
+# GRU, LSTM, RNN
+# ---------------------------------------------------------------------------------------------
+
+class _Stack:
+    """forward() of torch.nn.GRU, LSTM and RNN on cells' time loops, layer by layer."""
+
+    def forward(self, input, hx=None):
+        _check_no_projection(self)
+        states = None if hx is None else self._states(hx)
+        if isinstance(input, PackedSequence):
+            data, batch_sizes, sorted_indices, unsorted_indices = input
+            _check_tensor("input", data)
+            states = self._initial_states(states, data, int(batch_sizes[0]))
+            if sorted_indices is not None:
+                states = tuple(s.index_select(1, sorted_indices) for s in states)
+            self.check_forward_args(data, self._hx(states), batch_sizes)
+            _check_states(self._state_names, states, data.dtype)
+            # time-major and in the packed (sorted) batch order, as the packed states
+            x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
+            y, hidden = self._layers(x, states, lengths)
+            output = PackedSequence(pack_padded_sequence(y, lengths).data, batch_sizes,
+                                    sorted_indices, unsorted_indices)
+            return output, self.permute_hidden(self._hx(hidden), unsorted_indices)
+
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                             f"{input.dim()}D instead")
+        _check_tensor("input", input)
+        batched = input.dim() == 3
+        if states is not None:
+            rank = 3 if batched else 2
+            if any(s.dim() != rank for s in states):
+                raise RuntimeError(
+                    f"For {'batched 3-D' if batched else 'unbatched 2-D'} input, "
+                    f"{' and '.join(self._state_names)} should also be {rank}-D but got "
+                    f"{', '.join(f'{s.dim()}-D' for s in states)} tensors")
+            if not batched:
+                states = tuple(s.unsqueeze(1) for s in states)
+        if not batched:
+            input = input.unsqueeze(0 if self.batch_first else 1)
+        x = input.transpose(0, 1) if self.batch_first else input
+        states = self._initial_states(states, input, x.shape[1])
+        self.check_forward_args(input, self._hx(states), None)
+        _check_states(self._state_names, states, input.dtype)
+        if x.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        y, hidden = self._layers(x, states, None)
+        if not batched:
+            return y.squeeze(1), self._hx(tuple(s.squeeze(1) for s in hidden))
+        return (y.transpose(0, 1) if self.batch_first else y), self._hx(hidden)
+
+    def _initial_states(self, states, input, batch):
+        """The given states, or zeros [num_layers * num_directions, batch, hidden_size]."""
+        if states is not None:
+            return states
+        shape = (self.num_layers * (2 if self.bidirectional else 1), batch, self.hidden_size)
+        return tuple(input.new_zeros(shape) for _ in self._state_names)
+
+    def _layers(self, x, states, lengths):
+        """Run every layer and direction on x [sL, bS, nIn] (time-major) from the initial
+        states [num_layers * dirs, bS, H] (index layer * dirs + direction) and lengths [bS] (or
+        None). Returns (the last layer's outputs [sL, bS, dirs * H], the final states)."""
+        dirs = 2 if self.bidirectional else 1
+        finals = []
+        for layer in range(self.num_layers):
+            if layer > 0 and self.dropout > 0 and self.training:
+                x = F.dropout(x, self.dropout, training=True)
+            outputs = []
+            for d in range(dirs):
+                suffix = f"_l{layer}" + ("_reverse" if d else "")
+                weights = tuple(getattr(self, f"{name}{suffix}", None)
+                                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+                y, final = self._run(x, tuple(s[layer * dirs + d] for s in states), weights,
+                                     lengths, forward=d == 0)
+                outputs.append(y)
+                finals.append(final)
+            x = outputs[0] if dirs == 1 else torch.cat(outputs, 2)
+        return x, tuple(torch.stack(layer_states) for layer_states in zip(*finals))
+
+
+class GRU(_GruFamily, _Stack, torch.nn.GRU):
+    """torch.nn.GRU on cells' GRU time loop (linear_before_reset=True). Constructor,
+    parameters, forward's arguments and results are torch.nn.GRU's."""
+
+
+class LSTM(_LstmFamily, _Stack, torch.nn.LSTM):
+    """torch.nn.LSTM on cells' LSTM time loop (b = bias_ih + bias_hh). Constructor, parameters,
+    forward's arguments and results are torch.nn.LSTM's; proj_size > 0 is not implemented
+    (forward raises NotImplementedError)."""
+
+
+class RNN(_RnnFamily, _Stack, torch.nn.RNN):
+    """torch.nn.RNN on cells' RNN time loop (nonlinearity = cells' activation). Constructor,
+    parameters, forward's arguments and results are torch.nn.RNN's."""
+
+
+# ---------------------------------------------------------------------------------------------
+# GRUCell, LSTMCell, RNNCell: one step of the time loop
+# ---------------------------------------------------------------------------------------------
+
+class _Cell:
+    """forward() of torch.nn.GRUCell, LSTMCell and RNNCell: a time loop of one step."""
+
+    def forward(self, input, hx=None):
+        name = type(self).__name__
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        _check_tensor("input", input)
+        states = None if hx is None else self._states(hx)
+        if states is not None:
+            for state_name, s in zip(self._state_names, states):
+                if s.dim() not in (1, 2):
+                    raise ValueError(f"{name}: Expected {state_name} to be 1D or 2D, got "
+                                     f"{s.dim()}D instead")
+        batched = input.dim() == 2
+        if not batched:
+            input = input.unsqueeze(0)
+            states = None if states is None else tuple(s.unsqueeze(0) for s in states)
+        if states is None:
+            states = tuple(input.new_zeros((input.shape[0], self.hidden_size))
+                           for _ in self._state_names)
+        self._check_sizes(input, states)
+        _, hidden = self._run(input[None], states, (self.weight_ih, self.weight_hh,
+                                                    self.bias_ih, self.bias_hh), None, True)
+        if not batched:
+            hidden = tuple(s.squeeze(0) for s in hidden)
+        return self._hx(hidden)
+
+    def _check_sizes(self, input, states):
+        """torch's checks of a cell's arguments, with its exception types and messages."""
+        if input.dtype != self.weight_ih.dtype:
+            raise RuntimeError(f"input: expected dtype {self.weight_ih.dtype} (the weights'), "
+                               f"got {input.dtype}")
+        _check_states(self._state_names, states, input.dtype)
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
+                               f"expected {self.input_size}")
+        for k, s in enumerate(states):
+            if s.shape[0] != input.shape[0]:
+                raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{k} "
+                                   f"batch size {s.shape[0]}")
+            if s.shape[1] != self.hidden_size:
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {s.shape[1]}, "
+                                   f"expected {self.hidden_size}")
+
+
+class GRUCell(_GruFamily, _Cell, torch.nn.GRUCell):
+    """torch.nn.GRUCell on cells' GRU time loop (one step, linear_before_reset=True)."""
+
+
+class LSTMCell(_LstmFamily, _Cell, torch.nn.LSTMCell):
+    """torch.nn.LSTMCell on cells' LSTM time loop (one step)."""
+
+
+class RNNCell(_RnnFamily, _Cell, torch.nn.RNNCell):
+    """torch.nn.RNNCell on cells' RNN time loop (one step)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# LLTM
+# ---------------------------------------------------------------------------------------------
+
+class LLTM(torch.nn.Module):
+    """The LLTM of PyTorch's C++-extension tutorial on cells' LLTM time loop (one step).
+
+    Parameters as the tutorial's: weights [3S, nIn + S] (columns: old_h, then input; rows:
+    the input gate, output gate and candidate blocks), bias [3S], S = state_size, initialised
+    uniform in ±1/sqrt(S). forward(input [B, nIn], (old_h [B, S], old_cell [B, S])) returns
+    (new_h, new_cell), each [B, S].
+    """
+
+    def __init__(self, input_features, state_size):
+        super().__init__()
+        self.input_features = input_features
+        self.state_size = state_size
+        self.weights = torch.nn.Parameter(torch.empty(3 * state_size,
+                                                      input_features + state_size))
+        self.bias = torch.nn.Parameter(torch.empty(3 * state_size))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.state_size)
+        for weight in self.parameters():
+            torch.nn.init.uniform_(weight, -stdv, stdv)
+
+    def forward(self, input, state):
+        old_h, old_cell = state
+        for name, t, size in (("input", input, self.input_features),
+                              ("old_h", old_h, self.state_size),
+                              ("old_cell", old_cell, self.state_size)):
+            _check_tensor(name, t)
+            if t.dim() != 2 or t.shape[1] != size or t.shape[0] != input.shape[0]:
+                raise ValueError(f"{name}: expected shape [B, {size}] (B from input), got "
+                                 f"{list(t.shape)}")
+        _, new_h, new_cell, _, _ = torch.ops.cells.lltm_time_loop(
+            input[None], self.weights, self.bias, old_h, old_cell, None, True,
+            _keep_workspace(input, self.weights, self.bias, old_h, old_cell))
+        return new_h, new_cell
+
+    def extra_repr(self):
+        return f"{self.input_features}, {self.state_size}"
+
+
+# ---------------------------------------------------------------------------------------------
+# convert
+# ---------------------------------------------------------------------------------------------
+
+_CELLS_CLASSES = {torch.nn.GRU: GRU, torch.nn.LSTM: LSTM, torch.nn.RNN: RNN,
+                  torch.nn.GRUCell: GRUCell, torch.nn.LSTMCell: LSTMCell,
+                  torch.nn.RNNCell: RNNCell}
+
+
+def convert(module):
+    """The cells-backed version of torch.nn recurrent modules.
+
+    A torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or RNNCell (exactly that class, not a
+    subclass): a copy of it as cells.torch's class, with equal parameters (its own tensors),
+    hooks and mode. Any other module: every such submodule, at any depth, replaced in place by
+    its copy (a submodule used at several places by one copy); returns the module. Parameters
+    of a converted submodule are new tensors: create the optimizer after convert().
+    An LSTM with proj_size > 0 is a NotImplementedError.
+    """
+    return _convert(module, {})
+
+
+def _convert(module, converted):
+    if id(module) in converted:
+        return converted[id(module)]
+    cells_class = _CELLS_CLASSES.get(type(module))
+    if cells_class is not None:
+        _check_no_projection(module)
+        result = copy.deepcopy(module)
+        result.__class__ = cells_class
+    else:
+        for name, child in module.named_children():
+            setattr(module, name, _convert(child, converted))
+        result = module
+    converted[id(module)] = result
+    return result
