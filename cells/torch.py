@@ -775,8 +775,10 @@ def _convert(module, converted):
         result = copy.deepcopy(module)
         result.__class__ = cells_class
     else:
-        for name, child in module.named_children():
-            setattr(module, name, _convert(child, converted))
+        # every name of every child (named_children() skips a second name of one module)
+        for name, child in list(module._modules.items()):
+            if child is not None:
+                setattr(module, name, _convert(child, converted))
         result = module
     converted[id(module)] = result
     return result
