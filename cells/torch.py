@@ -26,7 +26,8 @@ Autograd and torch.compile. Each time loop is a custom operator (torch.library, 
     cells::gru_time_loop(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace) -> (h, gates, hc)
     cells::lstm_time_loop(x, Wx, Wr, b, hI, cI, seq_len, forward, keep_workspace)
         -> (h, hL, cL, c, gates)
-    cells::lltm_time_loop(x, W, b, hI, cI, seq_len, forward, keep_workspace) -> (h, hL, cL, gates, c)
+    cells::lltm_time_loop(x, W, b, hI, cI, seq_len, forward, keep_workspace)
+        -> (h, hL, cL, gates, c)
     cells::rnn_time_loop(x, hI, Wx, Wh, b, activation, seq_len, forward, keep_workspace)
         -> (h, gates)
 
@@ -48,7 +49,6 @@ import copy
 import math
 from typing import Optional
 
-import numpy as np
 import torch
 import torch._dynamo
 from torch import Tensor
