@@ -117,9 +117,8 @@ def test_module_input(info, dtype, training, index):
     runs = []
     for m in (reference, module):
         leaves = []
-        outputs = flat(m(*leaf_copies(forward_args, leaves)))
-        runs.append((m, leaves, outputs))
-    (_, leaves1, outputs1), (_, leaves2, outputs2) = runs
+        runs.append((leaves, flat(m(*leaf_copies(forward_args, leaves)))))
+    (leaves1, outputs1), (leaves2, outputs2) = runs
     assert len(outputs1) == len(outputs2)
     torch.manual_seed(1)
     weights = [torch.randn_like(o) for o in outputs1]
@@ -139,6 +138,7 @@ def test_module_input(info, dtype, training, index):
 
 
 def module_error_inputs(info, dtype):
+    """The ErrorModuleInputs torch's test_errors runs for `info`."""
     return info.module_error_inputs_func(info, device="cpu", dtype=dtype, requires_grad=False,
                                          training=True)
 
