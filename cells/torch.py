@@ -477,6 +477,7 @@ class _Family:
     cells' layout is their transpose (torch's gate order is cells')."""
 
     _state_names = ("hx",)
+    _cell_state_names = ("hidden",)   # what torch's cells call it in their messages
 
     def _states(self, hx):
         return (hx,)
@@ -496,7 +497,7 @@ class _GruFamily(_Family):
 
 
 class _LstmFamily(_Family):
-    _state_names = ("hx[0]", "hx[1]")
+    _state_names = _cell_state_names = ("hx[0]", "hx[1]")
 
     def _states(self, hx):
         h0, c0 = hx
@@ -651,7 +652,7 @@ class _Cell:
         _check_tensor("input", input)
         states = None if hx is None else self._states(hx)
         if states is not None:
-            for state_name, s in zip(self._state_names, states):
+            for state_name, s in zip(self._cell_state_names, states):
                 if s.dim() not in (1, 2):
                     raise ValueError(f"{name}: Expected {state_name} to be 1D or 2D, got "
                                      f"{s.dim()}D instead")
@@ -670,11 +671,8 @@ class _Cell:
         return self._hx(hidden)
 
     def _check_sizes(self, input, states):
-        """torch's checks of a cell's arguments, with its exception types and messages."""
-        if input.dtype != self.weight_ih.dtype:
-            raise RuntimeError(f"input: expected dtype {self.weight_ih.dtype} (the weights'), "
-                               f"got {input.dtype}")
-        _check_states(self._state_names, states, input.dtype)
+        """torch's checks of a cell's arguments, in its order (sizes, then dtypes), with its
+        exception types and messages."""
         if input.shape[1] != self.input_size:
             raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
                                f"expected {self.input_size}")
@@ -685,6 +683,10 @@ class _Cell:
             if s.shape[1] != self.hidden_size:
                 raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {s.shape[1]}, "
                                    f"expected {self.hidden_size}")
+        if input.dtype != self.weight_ih.dtype:
+            raise RuntimeError(f"input: expected dtype {self.weight_ih.dtype} (the weights'), "
+                               f"got {input.dtype}")
+        _check_states(self._state_names, states, input.dtype)
 
 
 class GRUCell(_GruFamily, _Cell, torch.nn.GRUCell):

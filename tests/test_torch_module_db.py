@@ -155,26 +155,10 @@ def module_error_inputs(info, dtype):
                                          training=True)
 
 
-def known_mismatch(info, dtype, error_input):
-    """Why cells.torch does not raise what torch's test_errors expects for error_input (the
-    exception types agree, the messages do not), or None."""
-    if error_input.error_regex.startswith("Expected hidden to be 1D or 2D"):
-        return (f"{info.name} with a 4-D hidden state: cells.torch's ValueError says 'Expected "
-                f"hx to be 1D or 2D', torch's 'Expected hidden to be 1D or 2D'")
-    cell = info.module_cls in (torch.nn.GRUCell, torch.nn.LSTMCell, torch.nn.RNNCell)
-    if cell and dtype != torch.get_default_dtype() and error_input.error_type is RuntimeError:
-        return (f"{info.name} (float32 weights) on a {dtype} input with a wrong size: "
-                f"cells.torch checks the dtype first (RuntimeError 'input: expected dtype "
-                f"torch.float32 (the weights')'), torch the sizes ('{error_input.error_regex}')")
-    return None
-
-
-ERROR_CASES = [pytest.param(info, dtype, index, id=f"{info.name}-{str(dtype)[6:]}-{index}",
-                            marks=[pytest.mark.xfail(strict=True, reason=reason)] if reason else [])
+ERROR_CASES = [pytest.param(info, dtype, index, id=f"{info.name}-{str(dtype)[6:]}-{index}")
                for info in MODULE_INFOS
                for dtype in (torch.float32, torch.float64)
-               for index, error_input in enumerate(module_error_inputs(info, dtype))
-               for reason in [known_mismatch(info, dtype, error_input)]]
+               for index, _ in enumerate(module_error_inputs(info, dtype))]
 
 
 @pytest.mark.parametrize("info, dtype, index", ERROR_CASES)
