@@ -18,7 +18,8 @@ alternated after a warm-up call (harness.time_alternating), medians of --repeats
    layer, one direction; torch's step on the padded batch (no packing) is the third row;
 3. overhead: ct.GRU / ct.LSTM, one layer, forward and backward of loss = output.sum() (the
    input requires grad), against cells.gruTimeLoop + gruTimeLoopBp (lstmLayerTimeLoop + Bp)
-   called directly on the module's own weights as NumPy arrays, on the shapes of part 1.
+   called directly on the module's weights as NumPy arrays in cells' layout, on the shapes of
+   part 1.
 
 ratio = torch ms / cells ms (above 1: cells.torch is faster); overhead = module ms / loops ms
 - 1. Every row also gives the max abs difference between the contenders' first outputs and
@@ -62,7 +63,7 @@ def parse_args(argv):
     parser.add_argument("--shapes", nargs="+", choices=("small", "medium", "large"),
                         default=["small", "medium", "large"], help="shapes of parts 1 and 3")
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    parser.add_argument("--repeats", type=int, default=3, help="timed samples per contender")
+    parser.add_argument("--repeats", type=int, default=2, help="timed samples per contender")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: --shapes small --threads 1 --repeats 1, packed at "
                              "H=128 only")
@@ -161,12 +162,14 @@ def packed_rows(cell, H, threads, repeats):
 
 
 def loops_contender(cell, module, x, threads):
-    """cells' time loop and its backward (loss = h.sum(): dLdh = ones) on the module's weights,
-    as the module calls them (Wx = weight_ih_l0.T, ...; zero initial states). Returns (h, the
-    gradient of weight_hh_l0)."""
+    """cells' time loop and its backward (loss = h.sum(): dLdh = ones) on the module's weights
+    in cells' layout (Wx = weight_ih_l0.T, ..., made contiguous once, outside the timed calls;
+    zero initial states), as a NumPy program would call them. Returns (h, the gradient of
+    weight_hh_l0)."""
     weights = [p.detach().numpy() for p in (module.weight_ih_l0, module.weight_hh_l0,
                                             module.bias_ih_l0, module.bias_hh_l0)]
-    Wx, Wh, b_ih, b_hh = weights[0].T, weights[1].T, weights[2], weights[3]
+    Wx, Wh = np.ascontiguousarray(weights[0].T), np.ascontiguousarray(weights[1].T)
+    b_ih, b_hh = weights[2], weights[3]
     xa = x.detach().numpy()
     T, B = xa.shape[:2]
     H = module.hidden_size
@@ -230,7 +233,8 @@ def format_table(rows):
     header = ("part", "cell", "shape", "layers", "dirs", "thr", "contender", "ms", "ratio",
               "|d out|", "|d grad|")
     lines = [(r["part"], r["cell"],
-              r["shape"] if r["part"] == "packed" else f"T={r['T']} B={r['B']} H={r['H']}",
+              f"T={r['T']} B={r['B']} H={r['H']}" + (f", {r['shape']}" if r["part"] == "packed"
+                                                      else ""),
               str(r["layers"]), "bi" if r["bidirectional"] else "uni", str(r["threads"]),
               r["contender"], f"{r['ms']:.2f}", f"{r['ratio']:.2f}", fmt(r["diff_out"]),
               fmt(r["diff_grad"])) for r in rows]
