@@ -13,6 +13,7 @@ import pytest
 import cells
 from gru_reference import F64_TOL, assert_close
 from rnn_reference import ACTIVATIONS, make_fd_problem
+from rnn_torch import bidirectional_packed, set_torch
 
 TORCH_TOL = F64_TOL
 
@@ -20,15 +21,6 @@ TORCH_TOL = F64_TOL
 @pytest.fixture(params=ACTIVATIONS)
 def activation(request):
     return request.param
-
-
-def _set_torch(torch, module, Wx, Wh, b, suffix=""):
-    """Copy cells' (Wx, Wh, b [2, nOut]) into the torch module's parameters; return them."""
-    names = [n + suffix for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
-    with torch.no_grad():
-        for name, a in zip(names, (Wx.T, Wh.T, b[0], b[1])):
-            getattr(module, name).copy_(torch.from_numpy(np.ascontiguousarray(a)))
-    return [getattr(module, n) for n in names]
 
 
 def _assert_weight_grads(grads, params, suffix=""):
@@ -45,7 +37,7 @@ def test_torch_rnn_cell(activation, bS, n_in, n_out):
     x, hI, Wx, Wh, b, dLdh, _ = make_fd_problem(1100 + bS, 1, bS, n_in, n_out, True, activation)
     x, dLdh = x[0], dLdh[0]
     cell = torch.nn.RNNCell(n_in, n_out, nonlinearity=activation, dtype=torch.float64)
-    params = _set_torch(torch, cell, Wx, Wh, b)
+    params = set_torch(torch, cell, Wx, Wh, b)
     tx = torch.from_numpy(x.copy()).requires_grad_(True)
     th = torch.from_numpy(hI.copy()).requires_grad_(True)
     out = cell(tx, th)
@@ -66,7 +58,7 @@ def test_torch_rnn_sequence(activation, use_ws, sL, bS, n_in, n_out):
     x, hI, Wx, Wh, b, dLdh, dLdhLast = make_fd_problem(1200 + sL, sL, bS, n_in, n_out, True,
                                                        activation)
     rnn = torch.nn.RNN(n_in, n_out, nonlinearity=activation, dtype=torch.float64)
-    params = _set_torch(torch, rnn, Wx, Wh, b, "_l0")
+    params = set_torch(torch, rnn, Wx, Wh, b, "_l0")
     tx = torch.from_numpy(x.copy()).requires_grad_(True)
     th = torch.from_numpy(hI[None].copy()).requires_grad_(True)
     out, hn = rnn(tx, th)
@@ -89,28 +81,12 @@ def test_torch_bidirectional_packed_rnn(activation, use_ws):
     seq_len, its reverse half cells with seq_len and forward=False (weights *_l0_reverse).
     Outputs, final states and every autograd gradient; dLdx sums both halves'."""
     torch = pytest.importorskip("torch")
-    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     sL, n_in, n_out = 6, 4, 5
     lengths = np.array([2, 6, 4, 1])
     bS = lengths.size
-    halves = [make_fd_problem(1300 + d, sL, bS, n_in, n_out, True, activation, lengths, d == 0)
-              for d in (0, 1)]
+    halves, out, hn, tx, th, params = bidirectional_packed(torch, activation, 1300, lengths, sL,
+                                                           n_in, n_out)
     x = halves[0][0]
-    for _, _, _, _, _, dLdh, _ in halves:  # gradients at padded outputs go nowhere in torch
-        for row, length in enumerate(lengths):
-            dLdh[length:, row] = 0
-    rnn = torch.nn.RNN(n_in, n_out, nonlinearity=activation, bidirectional=True,
-                       dtype=torch.float64)
-    params = [_set_torch(torch, rnn, *halves[d][2:5], suffix)
-              for d, suffix in enumerate(("_l0", "_l0_reverse"))]
-    tx = torch.from_numpy(x.copy()).requires_grad_(True)
-    th = torch.from_numpy(np.stack([halves[0][1], halves[1][1]])).requires_grad_(True)
-    packed = pack_padded_sequence(tx, torch.from_numpy(lengths), enforce_sorted=False)
-    out_packed, hn = rnn(packed, th)
-    out, _ = pad_packed_sequence(out_packed, total_length=sL)
-    dLdY = np.concatenate([halves[0][5], halves[1][5]], axis=2)
-    dLdhN = np.stack([halves[0][6], halves[1][6]])
-    ((out * torch.from_numpy(dLdY)).sum() + (hn * torch.from_numpy(dLdhN)).sum()).backward()
 
     dx = 0
     for d, (_, hI, Wx, Wh, b, dLdh, dLdhLast) in enumerate(halves):
@@ -136,7 +112,7 @@ def test_torch_relu_derivative_at_zero():
     dead = [0, 2]
     Wx[:, dead], Wh[:, dead], b[:, dead] = 0.0, 0.0, 0.0
     rnn = torch.nn.RNN(n_in, n_out, nonlinearity="relu", dtype=torch.float64)
-    params = _set_torch(torch, rnn, Wx, Wh, b, "_l0")
+    params = set_torch(torch, rnn, Wx, Wh, b, "_l0")
     tx = torch.from_numpy(x.copy()).requires_grad_(True)
     th = torch.from_numpy(hI[None].copy()).requires_grad_(True)
     out, hn = rnn(tx, th)

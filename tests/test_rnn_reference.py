@@ -15,6 +15,7 @@ from rnn_reference import (
     ACTIVATIONS, act, act_grad, make_fd_problem, rnn_cell_backward, rnn_cell_forward,
     rnn_seq_backward, rnn_seq_forward,
 )
+from rnn_torch import bidirectional_packed, set_torch
 
 NAMES5 = ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb")
 TORCH_TOL = F64_TOL
@@ -98,16 +99,6 @@ def test_reference_sequence_masks_and_direction(activation):
 # ---------------------------------------------------------------------------------------------
 # torch (its nonlinearity names are cells' activations, "tanh" and "relu")
 # ---------------------------------------------------------------------------------------------
-def _set_torch(torch, module, Wx, Wh, b, suffix=""):
-    """Copy (Wx, Wh, b [2, nOut]) into a torch RNN's parameters (weight_ih = Wx^T, weight_hh =
-    Wh^T, bias_ih = b[0], bias_hh = b[1]); returns the four parameters."""
-    names = [n + suffix for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
-    with torch.no_grad():
-        for name, a in zip(names, (Wx.T, Wh.T, b[0], b[1])):
-            getattr(module, name).copy_(torch.from_numpy(np.ascontiguousarray(a)))
-    return [getattr(module, n) for n in names]
-
-
 def _assert_torch_grads(grads, tx_grad, th_grad, params, suffix=""):
     """The reference's (dx, dhI, dWx, dWh, db [2, nOut]) against torch's gradients."""
     dx, dhI, dWx, dWh, db = grads
@@ -128,7 +119,7 @@ def test_reference_vs_torch_rnn_cell(activation, bS, n_in, n_out):
     x, dLdh = x[0], dLdh[0]
     cell = torch.nn.RNNCell(n_in, n_out, nonlinearity=activation,
                             dtype=torch.float64)
-    params = _set_torch(torch, cell, Wx, Wh, b)
+    params = set_torch(torch, cell, Wx, Wh, b)
     tx = torch.from_numpy(x.copy()).requires_grad_(True)
     th = torch.from_numpy(hI.copy()).requires_grad_(True)
     out = cell(tx, th)
@@ -145,7 +136,7 @@ def test_reference_vs_torch_rnn(activation, sL, bS, n_in, n_out):
     x, hI, Wx, Wh, b, dLdh, dLdhLast = make_fd_problem(50 + sL, sL, bS, n_in, n_out, True,
                                                        activation)
     rnn = torch.nn.RNN(n_in, n_out, nonlinearity=activation, dtype=torch.float64)
-    params = _set_torch(torch, rnn, Wx, Wh, b, "_l0")
+    params = set_torch(torch, rnn, Wx, Wh, b, "_l0")
     tx = torch.from_numpy(x.copy()).requires_grad_(True)
     th = torch.from_numpy(hI[None].copy()).requires_grad_(True)
     out, hn = rnn(tx, th)
@@ -162,28 +153,11 @@ def test_reference_vs_torch_bidirectional_packed(activation):
     0): its forward half is the reference with seq_len, its reverse half the reference with
     seq_len and forward=False; dLdx is the sum of both halves' (x feeds both)."""
     torch = pytest.importorskip("torch")
-    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     sL, n_in, n_out = 6, 4, 5
     lengths = np.array([6, 2, 4, 1])
-    bS = lengths.size
-    halves = [make_fd_problem(60 + d, sL, bS, n_in, n_out, True, activation, lengths, d == 0)
-              for d in (0, 1)]
+    halves, out, hn, tx, th, params = bidirectional_packed(torch, activation, 60, lengths, sL,
+                                                           n_in, n_out)
     x = halves[0][0]
-    for _, _, _, _, _, dLdh, _ in halves:  # gradients at padded outputs go nowhere in torch
-        for row, length in enumerate(lengths):
-            dLdh[length:, row] = 0
-    rnn = torch.nn.RNN(n_in, n_out, nonlinearity=activation, bidirectional=True,
-                       dtype=torch.float64)
-    params = [_set_torch(torch, rnn, *halves[d][2:5], suffix) for d, suffix
-              in enumerate(("_l0", "_l0_reverse"))]
-    tx = torch.from_numpy(x.copy()).requires_grad_(True)
-    th = torch.from_numpy(np.stack([halves[0][1], halves[1][1]])).requires_grad_(True)
-    packed = pack_padded_sequence(tx, torch.from_numpy(lengths), enforce_sorted=False)
-    out_packed, hn = rnn(packed, th)
-    out, _ = pad_packed_sequence(out_packed, total_length=sL)
-    dLdY = np.concatenate([halves[0][5], halves[1][5]], axis=2)
-    dLdhN = np.stack([halves[0][6], halves[1][6]])
-    ((out * torch.from_numpy(dLdY)).sum() + (hn * torch.from_numpy(dLdhN)).sum()).backward()
 
     dx = 0
     for d, (_, hI, Wx, Wh, b, dLdh, dLdhLast) in enumerate(halves):
@@ -206,7 +180,7 @@ def test_reference_relu_derivative_at_zero_is_torchs():
     dead = [0, 2]
     Wx[:, dead], Wh[:, dead], b[:, dead] = 0.0, 0.0, 0.0
     rnn = torch.nn.RNN(n_in, n_out, nonlinearity="relu", dtype=torch.float64)
-    params = _set_torch(torch, rnn, Wx, Wh, b, "_l0")
+    params = set_torch(torch, rnn, Wx, Wh, b, "_l0")
     tx = torch.from_numpy(x.copy()).requires_grad_(True)
     th = torch.from_numpy(hI[None].copy()).requires_grad_(True)
     out, hn = rnn(tx, th)
