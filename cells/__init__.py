@@ -48,6 +48,7 @@ from cells.lltm import (
 from cells.lstm import (
     LstmCellResult,
     LstmGrads,
+    LstmGradsWithProjection,
     LstmTimeLoopResult,
     LstmTimeLoopWithWorkspace,
     LstmWorkspace,
@@ -78,6 +79,7 @@ __all__ = [
     "rnnTimeLoopBp",
     "LstmCellResult",
     "LstmGrads",
+    "LstmGradsWithProjection",
     "LstmTimeLoopResult",
     "LstmTimeLoopWithWorkspace",
     "LstmWorkspace",

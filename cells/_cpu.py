@@ -53,76 +53,88 @@ def _c_order(a):
 # ---------------------------------------------------------------------------------------------
 
 def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
-             W=None, b=None, P=None, clip=np.inf, activation=0, gh=None):
+             W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0, gh=None):
     """Run the forward time loop of `family` (a key of _time_loop.FAMILIES) with its weights
-    (Wx and Wh, or W in PyTorch's layout), b, P, clip and activation as _time_loop.forward takes
-    them. Returns (h [sL, bS, nOut], hL, cL [bS, nOut] (cL None without a cell state), gates, c,
-    aux): with keep, every step's gates [sL, bS, G], c [sL, bS, nOut] (families with a cell
-    state) and aux [sL, bS, nOut] (families that keep it), else None. `gh` [bS, G], when given,
+    (Wx and Wh, or W in PyTorch's layout), b, P, Wproj, clip and activation as
+    _time_loop.forward takes them. The state h has nState columns: nOut, or nProj with Wproj
+    [nOut, nProj]. Returns (h [sL, bS, nState], hL [bS, nState], cL [bS, nOut] (None without a
+    cell state), gates, c, aux, m): with keep, every step's gates [sL, bS, G], c [sL, bS, nOut]
+    (families with a cell state), aux [sL, bS, nOut] (families that keep it) and m
+    [sL, bS, nOut] (the unprojected output, with Wproj), else None. `gh` [bS, G], when given,
     keeps the last step's recurrent products (the LLTM: its pre-activations)."""
     sL, bS, nIn, nOut = dims
     n_gates, cell_state, has_aux, aux_kept, _ = _time_loop.family_buffers(family)
     G, dtype, steps = n_gates * nOut, x.dtype, (sL if keep else 1)
+    nState = nOut if Wproj is None else Wproj.shape[1]
     gates = np.empty((steps, bS, G), dtype)
     c = np.empty((sL, bS, nOut), dtype) if keep and cell_state else None
     aux = np.empty(((steps if aux_kept else 1), bS, nOut), dtype) if has_aux else None
-    h = np.empty((sL, bS, nOut), dtype)
-    hL = np.empty((bS, nOut), dtype)
+    m = np.empty((sL, bS, nOut), dtype) if keep and Wproj is not None else None
+    h = np.empty((sL, bS, nState), dtype)
+    hL = np.empty((bS, nState), dtype)
     cL = np.empty((bS, nOut), dtype) if cell_state else None
     with sequential_blas():
         _time_loop.forward(
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, keep=keep,
             n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
             Wx=_c_order(Wx), Wh=_c_order(Wh), W=_c_order(W), b=_c_order(b), P=_c_order(P),
-            clip=clip, activation=activation,
-            # Training: every step's gates overwrite its own input projection.
+            Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
+            # Training: every step's gates overwrite their own input projection.
             gx=gates if keep else np.empty((sL, bS, G), dtype),
             gh=np.empty((bS, G), dtype) if gh is None else gh,
-            hs=np.empty((2, bS, nOut), dtype),
+            hs=np.empty((2, bS, nState), dtype),
             cs=np.empty((2, bS, nOut), dtype) if cell_state else None,
-            gates=gates, c=c, aux=aux, h=h, hL=hL, cL=cL)
+            ms=np.empty((bS, nOut), dtype) if Wproj is not None else None,
+            gates=gates, c=c, aux=aux, m=m, h=h, hL=hL, cL=cL)
     if not keep:
-        return h, hL, cL, None, None, None
-    return h, hL, cL, gates, c, (aux if aux_kept else None)
+        return h, hL, cL, None, None, None, None
+    return h, hL, cL, gates, c, (aux if aux_kept else None), m
 
 
 def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
               dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
-              clip=np.inf, activation=0):
-    """Run the backward time loop of `family` on `saved` = (h, gates, c, aux) of its forward
-    with keep (c, aux None where the family has none or does not keep it). Returns (dLdx
-    [sL, bS, nIn], dLdhI [bS, nOut], dLdcI [bS, nOut] or None, dLdWx, dLdWh (with W: dLdW,
-    None), dLdb [G], dLdP like P or None); gates and a kept aux are consumed."""
+              Wproj=None, clip=np.inf, activation=0):
+    """Run the backward time loop of `family` on `saved` = (h, gates, c, aux, m) of its forward
+    with keep (c, aux, m None where the family has none, does not keep it or has no Wproj).
+    Returns (dLdx [sL, bS, nIn], dLdhI [bS, nState], dLdcI [bS, nOut] or None, dLdWx, dLdWh
+    (with W: dLdW, None), dLdb [G], dLdP like P or None, dLdWproj like Wproj or None); gates
+    and a kept aux are consumed."""
     sL, bS, nIn, nOut = dims
     n_gates, cell_state, has_aux, aux_kept, two_phases = _time_loop.family_buffers(family)
     G, dtype = n_gates * nOut, x.dtype
-    h, gates, c, aux = saved
+    nState = nOut if Wproj is None else Wproj.shape[1]
+    projected = Wproj is not None
+    h, gates, c, aux, m = saved
     gates = _c_order(gates)   # a copy only for a cell's gates put together by its face
     if has_aux and not aux_kept:
         aux = np.empty((sL, bS, nOut), dtype)
     dLdx = np.empty((sL, bS, nIn), dtype)
-    dLdhI = np.empty((bS, nOut), dtype)
+    dLdhI = np.empty((bS, nState), dtype)
     dLdcI = np.empty((bS, nOut), dtype) if cell_state else None
     dLdb = np.empty(G, dtype)
     dLdP = None if P is None else np.empty(P.shape, dtype)
     dLdW = None if W is None else np.empty((G, nOut + nIn), dtype)
     dLdWx = None if W is not None else np.empty((nIn, G), dtype)
-    dLdWh = None if W is not None else np.empty((nOut, G), dtype)
+    dLdWh = None if W is not None else np.empty((nState, G), dtype)
+    dLdWproj = np.empty((nOut, nState), dtype) if projected else None
     with sequential_blas():
         _time_loop.backward(
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, n_threads=n_threads,
             x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), Wx=_c_order(Wx), Wh=_c_order(Wh),
-            W=_c_order(W), P=_c_order(P), clip=clip, activation=activation,
-            h=_c_order(h), c=_c_order(c), gates=gates, aux=aux, dLdh=_c_order(dLdh),
-            dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
-            d=np.empty((2, bS, G), dtype),
+            W=_c_order(W), P=_c_order(P), Wproj=_c_order(Wproj), nProj=nState, clip=clip,
+            activation=activation, h=_c_order(h), c=_c_order(c), gates=gates, aux=aux,
+            m=_c_order(m), dLdh=_c_order(dLdh), dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL),
+            dLdgates=_c_order(dLdgates), d=np.empty((2, bS, G), dtype),
             daux=np.empty((bS, nOut), dtype) if two_phases else None,
+            ms=np.empty((bS, nOut), dtype) if projected else None,
+            dh_step=np.empty((bS, nState), dtype) if projected else None,
+            dh_steps=np.empty((sL, bS, nState), dtype) if projected else None,
             dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdWx=dLdWx, dLdWh=dLdWh, dLdW=dLdW,
-            dLdb=dLdb, dLdP=dLdP)
+            dLdb=dLdb, dLdP=dLdP, dLdWproj=dLdWproj)
     check.consume_workspace(gates, aux if aux_kept else None)
     if W is not None:
         dLdWx, dLdWh = dLdW, None
-    return dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP
+    return dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP, dLdWproj
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,8 +163,8 @@ def gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=
     [sL, bS, 3nOut], hc [sL, bS, nOut]): with keep, gates and hc are every step's (hc None
     without lbr); without, both are None. h is 0 at padded steps."""
     bx, bhc = _split_bias(b, dims[3], lbr)
-    h, _, _, gates, _, hc = _forward(_gru_family(lbr), dims, x, hI, keep, n_threads, seq_len,
-                                     fwd, Wx=Wx, Wh=Wh, b=bx, P=bhc)
+    h, _, _, gates, _, hc, _ = _forward(_gru_family(lbr), dims, x, hI, keep, n_threads,
+                                        seq_len, fwd, Wx=Wx, Wh=Wh, b=bx, P=bhc)
     return h, gates, hc
 
 
@@ -167,8 +179,8 @@ def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n
         saved = gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
     h, gates, hc = saved
     _, bhc = _split_bias(b, dims[3], lbr)
-    dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc = _backward(
-        _gru_family(lbr), dims, x, hI, (h, gates, None, hc), n_threads, seq_len, fwd,
+    dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc, _ = _backward(
+        _gru_family(lbr), dims, x, hI, (h, gates, None, hc, None), n_threads, seq_len, fwd,
         dLdh=dLdh, dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc)
     return dLdx, dLdhI, dLdWx, dLdWh, _bias_grad(b, dLdbx, dLdbhc, lbr)
 
@@ -198,35 +210,39 @@ def _kernel_clip(cell_clip):
     return cell_clip if cell_clip > 0 else np.inf
 
 
-def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, keep, n_threads):
-    """Run the LSTM forward (b, hI, cI, Wp may be None; clip is cell_clip, 0: none); return
-    (h [sL, bS, nOut], hL, cL [bS, nOut], c [sL, bS, nOut], gates [sL, bS, 4nOut]): with keep,
-    c and gates are every step's; without, both are None."""
+def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads):
+    """Run the LSTM forward (b, hI, cI, Wp, Wproj may be None; clip is cell_clip, 0: none);
+    nState = nOut, or nProj with Wproj [nOut, nProj]. Return (h [sL, bS, nState], hL
+    [bS, nState], cL [bS, nOut], c [sL, bS, nOut], gates [sL, bS, 4nOut], m [sL, bS, nOut]):
+    with keep, c, gates and (with Wproj) m are every step's; without, all three are None."""
     _, bS, _, nOut = dims
-    h, hL, cL, gates, c, _ = _forward(
-        "lstm", dims, x, _state(hI, bS, nOut, x.dtype), keep, n_threads, lengths, fwd,
-        cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, clip=_kernel_clip(clip))
-    return h, hL, cL, c, gates
+    nState = nOut if Wproj is None else Wproj.shape[1]
+    h, hL, cL, gates, c, _, m = _forward(
+        "lstm", dims, x, _state(hI, bS, nState, x.dtype), keep, n_threads, lengths, fwd,
+        cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, Wproj=Wproj,
+        clip=_kernel_clip(clip))
+    return h, hL, cL, c, gates, m
 
 
-def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, saved, dLdh, dLdhL, dLdcL,
-                  n_threads):
-    """Run the LSTM backward on `saved` = (h, c, gates) from lstm_forward with keep (None: run
-    it first); dLdh [sL, bS, nOut], dLdhL and dLdcL [bS, nOut] may each be None. Return
-    (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut], dLdWr [nOut, 4nOut], dLdb [4nOut] (None when b is
-    None), dLdhI, dLdcI [bS, nOut], dLdWp [3nOut] (None when Wp is None)); gates are
-    consumed."""
+def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, saved, dLdh,
+                  dLdhL, dLdcL, n_threads):
+    """Run the LSTM backward on `saved` = (h, c, gates, m) from lstm_forward with keep (None:
+    run it first); dLdh [sL, bS, nState], dLdhL [bS, nState] and dLdcL [bS, nOut] may each be
+    None. Return (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut], dLdWr [nState, 4nOut], dLdb [4nOut]
+    (None when b is None), dLdhI [bS, nState], dLdcI [bS, nOut], dLdWp [3nOut] (None when Wp
+    is None), dLdWproj [nOut, nProj] (None when Wproj is None)); gates are consumed."""
     _, bS, _, nOut = dims
+    nState = nOut if Wproj is None else Wproj.shape[1]
     if saved is None:
-        h, _, _, c, gates = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd,
-                                         True, n_threads)
+        h, _, _, c, gates, m = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths,
+                                            fwd, True, n_threads)
     else:
-        h, c, gates = saved
-    dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp = _backward(
-        "lstm", dims, x, _state(hI, bS, nOut, x.dtype), (h, gates, c, None), n_threads,
+        h, c, gates, m = saved
+    dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp, dLdWproj = _backward(
+        "lstm", dims, x, _state(hI, bS, nState, x.dtype), (h, gates, c, None, m), n_threads,
         lengths, fwd, cI=_state(cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
-        Wx=Wx, Wh=Wr, P=Wp, clip=_kernel_clip(clip))
-    return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp
+        Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=_kernel_clip(clip))
+    return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, dLdWproj
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,8 +254,8 @@ def lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
     c [sL, bS, S]): with keep, gates and c are every step's; without, both are None. z, when
     given, is a [bS, 3S] array that receives the pre-activations of the last step (all rows
     active)."""
-    h, hL, cL, gates, c, _ = _forward("lltm", dims, x, hI, keep, n_threads, lens, fwd, cI=cI,
-                                      gh=z, W=W, b=b)
+    h, hL, cL, gates, c, _, _ = _forward("lltm", dims, x, hI, keep, n_threads, lens, fwd,
+                                         cI=cI, gh=z, W=W, b=b)
     return h, hL, cL, gates, c
 
 
@@ -256,8 +272,8 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
     # The LLTM's backward does not read the initial cell state (c = cPrev + n∘i): the cell's
     # backward (lltm_backward) has none to give.
     _, bS, _, S = dims
-    dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _ = _backward(
-        "lltm", dims, x, hI, (h, gates, c, None), n_threads, lens, fwd,
+    dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _, _ = _backward(
+        "lltm", dims, x, hI, (h, gates, c, None, None), n_threads, lens, fwd,
         cI=_state(cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W)
     return dLdx, dLdW, dLdb, dLdhI, dLdcI
 
@@ -278,7 +294,7 @@ def _rnn_bias(b):
 def rnn_forward(dims, x, hI, Wx, Wh, b, activation, keep, n_threads, seq_len=None, fwd=True):
     """Run the RNN forward (activation "tanh" or "relu"); return (h [sL, bS, nOut], hL
     [bS, nOut], gates [sL, bS, nOut]): gates, every step's act(z), with keep, else None."""
-    h, hL, _, gates, _, _ = _forward(
+    h, hL, _, gates, _, _, _ = _forward(
         "rnn", dims, x, hI, keep, n_threads, seq_len, fwd, Wx=Wx, Wh=Wh, b=_rnn_bias(b),
         activation=RNN_ACTIVATIONS[activation])
     return h, hL, gates
@@ -295,7 +311,7 @@ def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_th
                                   fwd)
     else:
         h, gates = saved
-    dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _ = _backward(
-        "rnn", dims, x, hI, (h, gates, None, None), n_threads, seq_len, fwd, dLdh=dLdh,
+    dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _, _ = _backward(
+        "rnn", dims, x, hI, (h, gates, None, None, None), n_threads, seq_len, fwd, dLdh=dLdh,
         dLdhL=dLdhLast, Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation])
     return dLdx, dLdhI, dLdWx, dLdWh, (dLdb if b.ndim == 1 else np.stack([dLdb, dLdb]))

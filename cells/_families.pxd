@@ -23,6 +23,7 @@ cdef extern from "cells/families.h" nogil:
         bint aux_kept
         Py_ssize_t aux_grad_block
         Py_ssize_t param_blocks
+        bint projects
 
     const cells_family_info *cells_families
 

@@ -1,7 +1,9 @@
 # One call of the time loop (cells/_time_loop.pyx): its sizes, options and named buffers.
 #
 # Notation (libnd4j's): sL steps, bS batch rows, nIn inputs, nOut units; a family has `gates`
-# gate blocks of nOut columns each, G = gates·nOut (include/cells/families.h). Arrays are
+# gate blocks of nOut columns each, G = gates·nOut (include/cells/families.h). The state h has
+# nState columns: nOut, or nProj when the output is projected (h = m·Wproj, PyTorch's LSTM
+# proj_size; a family whose table row `projects`). Arrays are
 # C-contiguous, of the call's dtype (float or double: the fields are void * because a Cython struct cannot be
 # fused; the time loop casts them once). NULL marks an optional array that is not given.
 #
@@ -19,12 +21,13 @@ from cells._families cimport cells_step_options
 cdef struct Loop:
     int family                  # an enum cells_family (include/cells/families.h)
     Py_ssize_t sL, bS, nIn, nOut, G
+    Py_ssize_t nState           # the columns of h: nOut, or nProj with Wproj
     const int64_t *seq_len      # [bS] or NULL: every row runs all sL steps
     bint forward                # False: each row's valid steps run backwards in time
     bint keep                   # forward: keep every step's gates, c and aux for the backward
     int n_threads               # OpenMP threads; each owns a block of the units
 
-    # The weights: op(Wx) [nIn, G] and op(Wh) [nOut, G], op(W) = W or, with
+    # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
     # weights_transposed, Wᵀ (PyTorch's layout: Wx and Wh are [G, ldw]); leading dimension ldw.
     bint weights_transposed
     Py_ssize_t ldw
@@ -33,13 +36,14 @@ cdef struct Loop:
     const void *b               # [G]                or NULL: the input projection's bias
     const void *P               # [blocks, nOut]     or NULL: the family's own parameters
                                 #                    (GRU linear-before-reset: bh_c; LSTM: Wp)
+    const void *Wproj           # [nOut, nState]     or NULL: the output's projection
     cells_step_options options  # what some family's step reads (clip, activation)
 
     # Forward and backward
     const void *x               # [sL, bS, nIn]
-    const void *hI              # [bS, nOut]         the initial state
+    const void *hI              # [bS, nState]       the initial state
     const void *cI              # [bS, nOut]         the initial cell state (families with c)
-    void *h                     # [sL, bS, nOut]     forward: out, every step's output
+    void *h                     # [sL, bS, nState]   forward: out, every step's output
     void *c                     # [sL, bS, nOut]     forward: out when keep (families with c)
     void *gates                 # [sL, bS, G]        the activated gates of every step (forward
                                 #                    out when keep, else [bS, G] scratch); the
@@ -52,22 +56,31 @@ cdef struct Loop:
     void *gx                    # [sL, bS, G]        scratch: x·op(Wx) + b; may be `gates` when
                                 #                    keep (each step's gates overwrite their own)
     void *gh                    # [bS, G]            scratch: the step's recurrent products
-    void *hs                    # [2, bS, nOut]      scratch: the state leaving a step
+    void *hs                    # [2, bS, nState]    scratch: the state leaving a step
     void *cs                    # [2, bS, nOut]      scratch: the cell state leaving a step
-    void *hL                    # [bS, nOut]         out or NULL: every row's final state
+    void *hL                    # [bS, nState]       out or NULL: every row's final state
     void *cL                    # [bS, nOut]         out or NULL: every row's final cell state
 
+    # Forward and backward, with Wproj
+    void *m                     # [sL, bS, nOut]     every step's unprojected output (forward:
+                                #                    out when keep; NULL without keep)
+    void *ms                    # [bS, nOut]         forward scratch: the step's m; backward
+                                #                    scratch: the step's dL/dm
+    void *dh_step               # [bS, nState]       backward scratch: the step's whole dL/dh
+    void *dh_steps              # [sL, bS, nState]   backward scratch: dh_step of every step
+
     # Backward
-    const void *dLdh            # [sL, bS, nOut]     or NULL: the gradient arriving at h
-    const void *dLdhL           # [bS, nOut]         or NULL: ... at the final states
+    const void *dLdh            # [sL, bS, nState]   or NULL: the gradient arriving at h
+    const void *dLdhL           # [bS, nState]       or NULL: ... at the final states
     const void *dLdcL           # [bS, nOut]         or NULL: ... at the final cell states
     const void *dLdgates        # [sL, bS, G]        or NULL: ... at the gates (GRU block cell)
     void *d                     # [2, bS, G]         scratch: the step's recurrent-side dL/dz
     void *daux                  # [bS, nOut]         scratch: dL/daux of the step
     void *dLdx                  # [sL, bS, nIn]      out
-    void *dLdhI                 # [bS, nOut]         out; the carried dL/dh during the loop
+    void *dLdhI                 # [bS, nState]       out; the carried dL/dh during the loop
     void *dLdcI                 # [bS, nOut]         out; the carried dL/dc during the loop
     void *dLdWx                 # like Wx            out (leading dimension ldw)
     void *dLdWh                 # like Wh            out (leading dimension ldw)
     void *dLdb                  # [G]                out or NULL: Σ dL/dz
     void *dLdP                  # like P             out or NULL
+    void *dLdWproj              # like Wproj         out (with Wproj)

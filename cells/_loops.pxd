@@ -78,16 +78,16 @@ cdef inline void weight_grad(bint transposed, Py_ssize_t m, Py_ssize_t n, Py_ssi
 
 
 cdef inline void prev_state_product(
-        Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t n,
+        Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nState, Py_ssize_t n,
         const int64_t *seq_len,  # [bS] or NULL
         bint forward,
-        const real *hI,          # [bS, nOut]      the initial state
-        const real *h,           # [sL, bS, nOut]  every output, tau-indexed, 0 at padded steps
-        const real *D,           # [sL, bS, ldd]   n columns of a gradient, 0 at padded steps
+        const real *hI,          # [bS, nState]      the initial state
+        const real *h,           # [sL, bS, nState]  every output, tau-indexed, 0 at padded steps
+        const real *D,           # [sL, bS, ldd]     n columns of a gradient, 0 at padded steps
         Py_ssize_t ldd,
-        real *first,             # [bS, n]         scratch
+        real *first,             # [bS, n]           scratch
         bint transposed,
-        real *W,                 # [nOut, ldw] out: n columns; [n, ldw] when transposed
+        real *W,                 # [nState, ldw] out: n columns; [n, ldw] when transposed
         Py_ssize_t ldw) noexcept nogil:
     """W = Σ over every step (tau, row) of hPrev(tau, row)ᵀ·D(tau, row) (or, transposed, its
     transpose: a weight in PyTorch's [gates, inputs] layout): a recurrent weight's gradient,
@@ -99,12 +99,12 @@ cdef inline void prev_state_product(
     forward, at len_b-1 in reverse, 0 for an empty row) for a product with hI."""
     cdef Py_ssize_t row, len_b
     if sL == 0:
-        weight_grad(transposed, nOut, n, 0, hI, nOut, D, ldd, OVERWRITE, W, ldw)   # zeros
+        weight_grad(transposed, nState, n, 0, hI, nState, D, ldd, OVERWRITE, W, ldw)   # zeros
         return
     if forward:
-        weight_grad(transposed, nOut, n, bS, hI, nOut, D, ldd, OVERWRITE, W, ldw)
-        weight_grad(transposed, nOut, n, (sL - 1) * bS, h, nOut, D + bS * ldd, ldd, ACCUMULATE,
-                    W, ldw)
+        weight_grad(transposed, nState, n, bS, hI, nState, D, ldd, OVERWRITE, W, ldw)
+        weight_grad(transposed, nState, n, (sL - 1) * bS, h, nState, D + bS * ldd, ldd,
+                    ACCUMULATE, W, ldw)
         return
     for row in range(bS):
         len_b = row_len(seq_len, row, sL)
@@ -112,6 +112,6 @@ cdef inline void prev_state_product(
             copy_units(n, D + ((len_b - 1) * bS + row) * ldd, first + row * n)
         else:
             zero_units(n, first + row * n)
-    weight_grad(transposed, nOut, n, bS, hI, nOut, first, n, OVERWRITE, W, ldw)
-    weight_grad(transposed, nOut, n, (sL - 1) * bS, h + bS * nOut, nOut, D, ldd, ACCUMULATE,
-                W, ldw)
+    weight_grad(transposed, nState, n, bS, hI, nState, first, n, OVERWRITE, W, ldw)
+    weight_grad(transposed, nState, n, (sL - 1) * bS, h + bS * nState, nState, D, ldd,
+                ACCUMULATE, W, ldw)

@@ -42,8 +42,8 @@ from cells._families cimport (
 )
 from cells._loop cimport Loop
 from cells._loops cimport (
-    add_gate_bias, copy_units, prev_state_product, row_len, step_time, sum_rows, weight_grad,
-    zero_units,
+    add_gate_bias, add_units, copy_units, prev_state_product, row_len, step_time, sum_rows,
+    weight_grad, zero_units,
 )
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._panels cimport PackedWeights, free_packed, gemm_packed, pack_weights, project
@@ -105,6 +105,7 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
     """The forward pass of L (`zero`, 0 in the call's dtype, picks the instantiation)."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G, SB = L.sL * L.bS
+    cdef Py_ssize_t nState = L.nState
     cdef const real *x = <const real *>L.x
     cdef const real *hI = <const real *>L.hI
     cdef const real *cI = <const real *>L.cI
@@ -112,6 +113,7 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
     cdef const real *Wh = <const real *>L.Wh
     cdef const real *b = <const real *>L.b
     cdef const real *P = <const real *>L.P
+    cdef const real *Wproj = <const real *>L.Wproj
     cdef real *gx = <real *>L.gx
     cdef real *gh = <real *>L.gh
     cdef real *hs = <real *>L.hs
@@ -119,6 +121,8 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
     cdef real *gates = <real *>L.gates
     cdef real *c = <real *>L.c
     cdef real *aux = <real *>L.aux
+    cdef real *m = <real *>L.m
+    cdef real *ms = <real *>L.ms
     cdef real *h = <real *>L.h
     cdef real *hL = <real *>L.hL
     cdef real *cL = <real *>L.cL
@@ -126,20 +130,28 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
     cdef Py_ssize_t gates_step = bS * G if L.keep else 0
     cdef Py_ssize_t aux_step = bS * nOut if L.keep and fam.aux_kept else 0
     cdef bint two_phases = fam.h_blocks < fam.gates
+    cdef bint projected = Wproj != NULL
     # row: a batch row; slot = tau·bS + row: its place in the [sL, bS, ...] arrays;
-    # at = row·nOut + j0: the thread's first unit of the row in the [bS, nOut] arrays.
-    cdef Py_ssize_t j0, j1, n, k, t, row, tau, length, at, slot
+    # at = row·nOut + j0: the thread's first unit of the row in the [bS, nOut] arrays;
+    # hat = row·nState + s0: its first state column in the [bS, nState] arrays.
+    cdef Py_ssize_t j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot
     cdef const real *hcur
     cdef const real *ccur
     cdef real *hnxt
     cdef real *cnxt
-    cdef ThreadUnits me
-    cdef PackedWeights wx, wh
+    cdef real *out
+    cdef ThreadUnits me, mine
+    cdef PackedWeights wx, wh, wproj
     with parallel(num_threads=L.n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
         n = j1 - j0
-        wh = pack_gate_columns(L, Wh, nOut, fam.gates, j0, n)
+        # The state columns it owns: its units, unless the output is projected.
+        mine = thread_units(nState)
+        s0, ns = mine.j0, mine.j1 - mine.j0
+        wh = pack_gate_columns(L, Wh, nState, fam.gates, j0, n)
+        if projected:
+            wproj = pack_weights(Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
         # The input projection of every step at once: gx = x·op(Wx) + b, this thread's columns.
         wx = pack_gate_columns(L, Wx, L.nIn, fam.gates, j0, n)
         project(SB, x, L.nIn, wx, gx + j0, G, nOut)
@@ -148,36 +160,23 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
             add_gate_bias(SB, nOut, fam.gates, j0, j1, b, gx)
 
         for t in range(sL):
-            hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nOut)
+            hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
             ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
-            hnxt = hs + ((t + 1) % 2) * bS * nOut
+            hnxt = hs + ((t + 1) % 2) * bS * nState
             cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
+            out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
             for k in range(fam.h_blocks):
-                gemm_packed(bS, hcur, nOut, wh, k, OVERWRITE, gh + k * nOut + j0, G)
+                gemm_packed(bS, hcur, nState, wh, k, OVERWRITE, gh + k * nOut + j0, G)
             for row in range(bS):
                 length = row_len(L.seq_len, row, sL)
-                at = row * nOut + j0
                 if t < length:
                     tau = step_time(t, length, L.forward)
+                    at = row * nOut + j0
                     forward_step(L.family, False, &L.options, n, nOut,
-                                 gx + (tau * bS + row) * G + j0, gh + row * G + j0, hcur + at,
-                                 offset(ccur, at), offset(P, j0),
-                                 gates + tau * gates_step + row * G + j0,
-                                 offset(aux, tau * aux_step + at), hnxt + at, offset(cnxt, at))
-                    continue
-                # Past the row's end: its state is frozen, and time index t is padding.
-                slot = t * bS + row
-                copy_units(n, hcur + at, hnxt + at)
-                zero_units(n, h + slot * nOut + j0)
-                if fam.cell_state:
-                    copy_units(n, ccur + at, cnxt + at)
-                if L.keep:
-                    for k in range(fam.gates):
-                        zero_units(n, gates + slot * G + k * nOut + j0)
-                    if fam.cell_state:
-                        zero_units(n, c + slot * nOut + j0)
-                    if aux_step:
-                        zero_units(n, aux + slot * nOut + j0)
+                                 gx + (tau * bS + row) * G + j0, gh + row * G + j0,
+                                 NULL if projected else hcur + at, offset(ccur, at),
+                                 offset(P, j0), gates + tau * gates_step + row * G + j0,
+                                 offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
             if two_phases:
                 cells_barrier()  # every thread's aux is in place
                 for k in range(fam.h_blocks, fam.gates):
@@ -191,26 +190,48 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
                                      gx + (tau * bS + row) * G + j0, gh + row * G + j0,
                                      hcur + at, offset(ccur, at), offset(P, j0),
                                      gates + tau * gates_step + row * G + j0, aux + at,
-                                     hnxt + at, offset(cnxt, at))
+                                     out + at, offset(cnxt, at))
+            if projected:
+                cells_barrier()  # every thread's m is in place
+                gemm_packed(bS, ms, nOut, wproj, 0, OVERWRITE, hnxt + s0, nState)
             for row in range(bS):
                 length = row_len(L.seq_len, row, sL)
+                at, hat = row * nOut + j0, row * nState + s0
                 if t < length:
                     slot = step_time(t, length, L.forward) * bS + row
-                    at = row * nOut + j0
-                    copy_units(n, hnxt + at, h + slot * nOut + j0)
+                    copy_units(ns, hnxt + hat, h + slot * nState + s0)
                     if L.keep and fam.cell_state:
                         copy_units(n, cnxt + at, c + slot * nOut + j0)
+                    if L.keep and projected:
+                        copy_units(n, ms + at, m + slot * nOut + j0)
+                    continue
+                # Past the row's end: its state is frozen, and time index t is padding.
+                slot = t * bS + row
+                copy_units(ns, hcur + hat, hnxt + hat)
+                zero_units(ns, h + slot * nState + s0)
+                if fam.cell_state:
+                    copy_units(n, ccur + at, cnxt + at)
+                if L.keep:
+                    for k in range(fam.gates):
+                        zero_units(n, gates + slot * G + k * nOut + j0)
+                    if fam.cell_state:
+                        zero_units(n, c + slot * nOut + j0)
+                    if aux_step:
+                        zero_units(n, aux + slot * nOut + j0)
+                    if projected:
+                        zero_units(n, m + slot * nOut + j0)
             cells_barrier()  # the new state is complete before any thread multiplies it
         free_packed(&wh)
+        if projected:
+            free_packed(&wproj)
 
-        hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nOut)
+        hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nState)
         ccur = cI if sL == 0 else <const real *>offset(cs, (sL % 2) * bS * nOut)
         for row in range(bS):
-            at = row * nOut + j0
             if hL != NULL:
-                copy_units(n, hcur + at, hL + at)
+                copy_units(ns, hcur + row * nState + s0, hL + row * nState + s0)
             if cL != NULL:
-                copy_units(n, ccur + at, cL + at)
+                copy_units(n, ccur + row * nOut + j0, cL + row * nOut + j0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,18 +246,20 @@ cdef inline Py_ssize_t prev_slot(Py_ssize_t t, Py_ssize_t tau, Py_ssize_t row, P
 
 
 cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
-    """The backward pass of L, on the workspace (h, c, gates, aux) of its forward pass."""
+    """The backward pass of L, on the workspace (h, c, gates, aux, m) of its forward pass."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t sL = L.sL, bS = L.bS, nIn = L.nIn, nOut = L.nOut, G = L.G
-    cdef Py_ssize_t SB = L.sL * L.bS
+    cdef Py_ssize_t nState = L.nState, SB = L.sL * L.bS
     cdef const real *x = <const real *>L.x
     cdef const real *hI = <const real *>L.hI
     cdef const real *cI = <const real *>L.cI
     cdef const real *Wx = <const real *>L.Wx
     cdef const real *Wh = <const real *>L.Wh
     cdef const real *P = <const real *>L.P
+    cdef const real *Wproj = <const real *>L.Wproj
     cdef const real *h = <const real *>L.h
     cdef const real *c = <const real *>L.c
+    cdef const real *m = <const real *>L.m
     cdef real *gates = <real *>L.gates
     cdef real *aux = <real *>L.aux
     cdef const real *dLdh = <const real *>L.dLdh
@@ -245,6 +268,9 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
     cdef const real *dLdgates = <const real *>L.dLdgates
     cdef real *ds = <real *>L.d
     cdef real *daux = <real *>L.daux
+    cdef real *dm = <real *>L.ms
+    cdef real *dh_step = <real *>L.dh_step
+    cdef real *dh_steps = <real *>L.dh_steps
     cdef real *dLdx = <real *>L.dLdx
     cdef real *dh = <real *>L.dLdhI
     cdef real *dc = <real *>L.dLdcI
@@ -252,31 +278,39 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
     cdef real *dLdWh = <real *>L.dLdWh
     cdef real *dLdb = <real *>L.dLdb
     cdef real *dP = <real *>L.dLdP
+    cdef real *dLdWproj = <real *>L.dLdWproj
     cdef bint two_phases = fam.h_blocks < fam.gates
-    cdef Py_ssize_t j0, j1, n, k, t, row, tau, length, at, slot, prev, col  # as forward_loop's
+    cdef bint projected = Wproj != NULL
+    # as forward_loop's
+    cdef Py_ssize_t j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot, prev, col
     cdef const real *hprev
     cdef const real *cprev
     cdef const real *R
     cdef real *d
-    cdef ThreadUnits me
-    cdef PackedWeights whT, wauxT
+    cdef ThreadUnits me, mine
+    cdef PackedWeights whT, wauxT, wprojT
     with parallel(num_threads=L.n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
         n = j1 - j0
-        whT = pack_gate_rows(L, Wh, 0, fam.h_blocks, j0, n)
+        mine = thread_units(nState)
+        s0, ns = mine.j0, mine.j1 - mine.j0
+        whT = pack_gate_rows(L, Wh, 0, fam.h_blocks, s0, ns)
         if two_phases:
             wauxT = pack_gate_rows(L, Wh, fam.h_blocks, fam.gates, j0, n)
+        if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
+            wprojT = pack_weights(Wproj + j0 * nState, 0, 1, nState, n, nState, TRANSPOSED)
         if dP != NULL:
             for k in range(fam.param_blocks):
                 zero_units(n, dP + k * nOut + j0)
         for row in range(bS):
-            at = row * nOut + j0
+            hat = row * nState + s0
             if dLdhL != NULL:
-                copy_units(n, dLdhL + at, dh + at)
+                copy_units(ns, dLdhL + hat, dh + hat)
             else:
-                zero_units(n, dh + at)
+                zero_units(ns, dh + hat)
             if fam.cell_state:
+                at = row * nOut + j0
                 if dLdcL != NULL:
                     copy_units(n, dLdcL + at, dc + at)
                 else:
@@ -284,6 +318,24 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
 
         for t in range(sL - 1, -1, -1):
             d = ds + (t % 2) * bS * G
+            if projected:
+                # The step's whole dL/dh (carried + arriving), then dL/dm = dL/dh·Wprojᵀ; the
+                # carried dL/dh restarts at 0 for the rows that run this step.
+                for row in range(bS):
+                    length = row_len(L.seq_len, row, sL)
+                    hat = row * nState + s0
+                    if t >= length:
+                        zero_units(ns, dh_step + hat)
+                        zero_units(ns, dh_steps + (t * bS + row) * nState + s0)
+                        continue
+                    slot = step_time(t, length, L.forward) * bS + row
+                    copy_units(ns, dh + hat, dh_step + hat)
+                    if dLdh != NULL:
+                        add_units(ns, dLdh + slot * nState + s0, dh_step + hat)
+                    copy_units(ns, dh_step + hat, dh_steps + slot * nState + s0)
+                    zero_units(ns, dh + hat)
+                cells_barrier()  # every thread's columns of dh_step are in place
+                gemm_packed(bS, dh_step, nState, wprojT, 0, OVERWRITE, dm + j0, nOut)
             for row in range(bS):
                 length = row_len(L.seq_len, row, sL)
                 at = row * nOut + j0
@@ -303,12 +355,15 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
                 hprev, cprev = hI + at, offset(cI, at)
                 if t > 0:
                     prev = prev_slot(t, tau, row, bS, L.forward)
-                    hprev, cprev = h + prev * nOut + j0, offset(c, prev * nOut + j0)
+                    hprev, cprev = h + prev * nState + j0, offset(c, prev * nOut + j0)
+                # Projected, the step reads no hPrev and starts from dL/dm alone.
                 backward_step(L.family, False, &L.options, n, nOut,
-                              offset(dLdh, slot * nOut + j0), offset(dLdgates, slot * G + j0),
-                              gates + slot * G + j0, offset(aux, slot * nOut + j0),
-                              offset(daux, at), hprev, cprev, offset(c, slot * nOut + j0),
-                              offset(P, j0), d + row * G + j0, dh + at, offset(dc, at),
+                              NULL if projected else offset(dLdh, slot * nOut + j0),
+                              offset(dLdgates, slot * G + j0), gates + slot * G + j0,
+                              offset(aux, slot * nOut + j0), offset(daux, at),
+                              NULL if projected else hprev, cprev,
+                              offset(c, slot * nOut + j0), offset(P, j0), d + row * G + j0,
+                              dm + at if projected else dh + at, offset(dc, at),
                               offset(dP, j0))
             cells_barrier()  # every thread's part of this step's d is in place
             if two_phases:
@@ -322,7 +377,7 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
                     at = row * nOut + j0
                     hprev = hI + at
                     if t > 0:
-                        hprev = h + prev_slot(t, tau, row, bS, L.forward) * nOut + j0
+                        hprev = h + prev_slot(t, tau, row, bS, L.forward) * nState + j0
                     backward_step(L.family, True, &L.options, n, nOut,
                                   offset(dLdh, slot * nOut + j0),
                                   offset(dLdgates, slot * G + j0), gates + slot * G + j0,
@@ -331,11 +386,16 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
                                   offset(dP, j0))
                 cells_barrier()  # every thread's part of d is complete
             # dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev.
-            gemm_packed(bS, d, G, whT, 0, ACCUMULATE, dh + j0, nOut)
+            gemm_packed(bS, d, G, whT, 0, ACCUMULATE, dh + s0, nState)
         cells_barrier()  # the dz (and aux) of every step are complete
         free_packed(&whT)
         if two_phases:
             free_packed(&wauxT)
+        if projected:
+            free_packed(&wprojT)
+            # dL/dWproj = Σ mᵀ·dL/dh over every step, this thread's state columns.
+            weight_grad(False, nOut, ns, SB, m, nOut, dh_steps + s0, nState, OVERWRITE,
+                        dLdWproj + s0, nState)
 
         # dL/dx = dz·op(Wx)ᵀ, split by input columns.
         gemm_part(me.part, me.nparts, AS_IS, AS_IS if L.weights_transposed else TRANSPOSED,
@@ -351,7 +411,7 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
             # Block k's recurrent-side gradient d: dz, except where the family keeps it in aux.
             R = aux + j0 if k == fam.aux_grad_block else gates + col
             if k < fam.h_blocks:  # dL/dWh_k = Σ hPrevᵀ·d_k
-                prev_state_product(sL, bS, nOut, n, L.seq_len, L.forward, hI, h, R,
+                prev_state_product(sL, bS, nState, n, L.seq_len, L.forward, hI, h, R,
                                    nOut if k == fam.aux_grad_block else G, ds + bS * j0,
                                    L.weights_transposed, gate_columns(L, dLdWh, col), L.ldw)
             else:  # a block that multiplies aux: dL/dWh_k = Σ auxᵀ·dz_k
@@ -385,13 +445,17 @@ cdef void *data(dtype, str name, a, Py_ssize_t size, bint required=False,
 
 
 cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_t bS,
-                                    Py_ssize_t nIn, Py_ssize_t nOut, seq_len, bint forward,
-                                    int n_threads, dtype, Wx, Wh, W, P, double clip,
-                                    int activation) except *:
+                                    Py_ssize_t nIn, Py_ssize_t nOut, Py_ssize_t nProj,
+                                    seq_len, bint forward, int n_threads, dtype, Wx, Wh, W, P,
+                                    Wproj, double clip, int activation) except *:
     """Fill in L's sizes, options and weights; return the family's row of the table."""
     L.family = FAMILIES[family]
     cdef cells_family_info fam = cells_families[L.family]
     L.sL, L.bS, L.nIn, L.nOut, L.G = sL, bS, nIn, nOut, fam.gates * nOut
+    if Wproj is not None and not fam.projects:
+        raise ValueError(f"internal: the {family} family's output cannot be projected")
+    L.nState = nOut if Wproj is None else nProj
+    L.Wproj = data(dtype, "Wproj", Wproj, nOut * L.nState)
     L.forward, L.n_threads = forward, n_threads
     L.options.clip, L.options.activation = clip, activation
     L.seq_len = NULL
@@ -411,38 +475,44 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
     else:
         L.ldw = L.G
         L.Wx = data(dtype, "Wx", Wx, nIn * L.G, True)
-        L.Wh = data(dtype, "Wh", Wh, nOut * L.G, True)
+        L.Wh = data(dtype, "Wh", Wh, L.nState * L.G, True)
     L.P = data(dtype, "P", P, fam.param_blocks * nOut)
     return fam
 
 
 def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut, *,
             seq_len, bint forward, bint keep, int n_threads, x, hI, Wx=None, Wh=None, W=None,
-            b=None, P=None, cI=None, gx, gh, hs, cs=None, gates, c=None, aux=None, h, hL=None,
-            cL=None, double clip=INFINITY, int activation=0):
+            b=None, P=None, Wproj=None, Py_ssize_t nProj=0, cI=None, gx, gh, hs, cs=None,
+            gates, c=None, aux=None, m=None, ms=None, h, hL=None, cL=None,
+            double clip=INFINITY, int activation=0):
     """Run the forward pass of `family` (a key of FAMILIES) on the arrays that cells/_loop.pxd
     names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces Wx and Wh (the LLTM).
     With keep, gates, c and a kept aux are [sL, ...]; without, gates and aux are one step's
-    scratch ([bS, ...]) and c is not given."""
+    scratch ([bS, ...]) and c is not given. Wproj [nOut, nProj] projects the output (then m
+    is given with keep, and ms always)."""
     cdef Loop L
     dtype = x.dtype
-    cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, seq_len, forward,
-                                      n_threads, dtype, Wx, Wh, W, P, clip, activation)
-    cdef Py_ssize_t G = L.G, S = bS * nOut, steps = sL if keep else 1
+    cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
+                                             forward, n_threads, dtype, Wx, Wh, W, P, Wproj,
+                                             clip, activation)
+    cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, steps = sL if keep else 1
+    cdef bint projected = L.Wproj != NULL
     L.keep = keep
     L.b = data(dtype, "b", b, G)
     L.x = data(dtype, "x", x, sL * bS * nIn, True)
-    L.hI = data(dtype, "hI", hI, S, True)
+    L.hI = data(dtype, "hI", hI, H, True)
     L.cI = data(dtype, "cI", cI, S, fam.cell_state)
     L.gx = data(dtype, "gx", gx, sL * bS * G, True, True)
     L.gh = data(dtype, "gh", gh, bS * G, True, True)
-    L.hs = data(dtype, "hs", hs, 2 * S, True, True)
+    L.hs = data(dtype, "hs", hs, 2 * H, True, True)
     L.cs = data(dtype, "cs", cs, 2 * S, fam.cell_state, True)
     L.gates = data(dtype, "gates", gates, steps * bS * G, True, True)
     L.c = data(dtype, "c", c, sL * S, keep and fam.cell_state, True)
     L.aux = data(dtype, "aux", aux, (steps if fam.aux_kept else 1) * S, fam.aux, True)
-    L.h = data(dtype, "h", h, sL * S, True, True)
-    L.hL = data(dtype, "hL", hL, S, False, True)
+    L.m = data(dtype, "m", m, sL * S, keep and projected, True)
+    L.ms = data(dtype, "ms", ms, S, projected, True)
+    L.h = data(dtype, "h", h, sL * H, True, True)
+    L.hL = data(dtype, "hL", hL, H, False, True)
     L.cL = data(dtype, "cL", cL, S, False, True)
     cdef bint single = dtype == np.float32
     with nogil:
@@ -454,43 +524,53 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
 
 def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut, *,
              seq_len, bint forward, int n_threads, x, hI, Wx=None, Wh=None, W=None, P=None,
-             cI=None, h, c=None, gates, aux=None, dLdh=None, dLdhL=None, dLdcL=None,
-             dLdgates=None, d, daux=None, dLdx, dLdhI, dLdcI=None, dLdWx=None, dLdWh=None,
-             dLdW=None, dLdb=None, dLdP=None, double clip=INFINITY, int activation=0):
-    """Run the backward pass of `family` on its forward's workspace (h, c, gates and aux of
+             Wproj=None, Py_ssize_t nProj=0, cI=None, h, c=None, gates, aux=None, m=None,
+             dLdh=None, dLdhL=None, dLdcL=None, dLdgates=None, d, daux=None, ms=None,
+             dh_step=None, dh_steps=None, dLdx, dLdhI, dLdcI=None, dLdWx=None, dLdWh=None,
+             dLdW=None, dLdb=None, dLdP=None, dLdWproj=None, double clip=INFINITY,
+             int activation=0):
+    """Run the backward pass of `family` on its forward's workspace (h, c, gates, aux and m of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
-    with gradients. dLdW [G, nOut + nIn] goes with W."""
+    with gradients. dLdW [G, nOut + nIn] goes with W; m, ms, dh_step, dh_steps and dLdWproj
+    with Wproj."""
     cdef Loop L
     dtype = x.dtype
-    cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, seq_len, forward,
-                                      n_threads, dtype, Wx, Wh, W, P, clip, activation)
-    cdef Py_ssize_t G = L.G, S = bS * nOut, SB = sL * bS
+    cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
+                                             forward, n_threads, dtype, Wx, Wh, W, P, Wproj,
+                                             clip, activation)
+    cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, SB = sL * bS
     cdef bint two_phases = fam.h_blocks < fam.gates
+    cdef bint projected = L.Wproj != NULL
     L.keep = True
     L.x = data(dtype, "x", x, SB * nIn, True)
-    L.hI = data(dtype, "hI", hI, S, True)
+    L.hI = data(dtype, "hI", hI, H, True)
     L.cI = data(dtype, "cI", cI, S, fam.cell_state)
-    L.h = data(dtype, "h", h, SB * nOut, True)
+    L.h = data(dtype, "h", h, sL * H, True)
     L.c = data(dtype, "c", c, SB * nOut, fam.cell_state)
     L.gates = data(dtype, "gates", gates, SB * G, True, True)
     L.aux = data(dtype, "aux", aux, SB * nOut, fam.aux, True)
-    L.dLdh = data(dtype, "dLdh", dLdh, SB * nOut)
-    L.dLdhL = data(dtype, "dLdhL", dLdhL, S)
+    L.m = data(dtype, "m", m, SB * nOut, projected)
+    L.dLdh = data(dtype, "dLdh", dLdh, sL * H)
+    L.dLdhL = data(dtype, "dLdhL", dLdhL, H)
     L.dLdcL = data(dtype, "dLdcL", dLdcL, S)
     L.dLdgates = data(dtype, "dLdgates", dLdgates, SB * G)
     L.d = data(dtype, "d", d, 2 * bS * G, True, True)
     L.daux = data(dtype, "daux", daux, S, two_phases, True)
+    L.ms = data(dtype, "ms", ms, S, projected, True)
+    L.dh_step = data(dtype, "dh_step", dh_step, H, projected, True)
+    L.dh_steps = data(dtype, "dh_steps", dh_steps, sL * H, projected, True)
     L.dLdx = data(dtype, "dLdx", dLdx, SB * nIn, True, True)
-    L.dLdhI = data(dtype, "dLdhI", dLdhI, S, True, True)
+    L.dLdhI = data(dtype, "dLdhI", dLdhI, H, True, True)
     L.dLdcI = data(dtype, "dLdcI", dLdcI, S, fam.cell_state, True)
     if L.weights_transposed:
         L.dLdWh = data(dtype, "dLdW", dLdW, G * L.ldw, True, True)
         L.dLdWx = <char *>L.dLdWh + nOut * <Py_ssize_t>dtype.itemsize
     else:
         L.dLdWx = data(dtype, "dLdWx", dLdWx, nIn * G, True, True)
-        L.dLdWh = data(dtype, "dLdWh", dLdWh, nOut * G, True, True)
+        L.dLdWh = data(dtype, "dLdWh", dLdWh, L.nState * G, True, True)
     L.dLdb = data(dtype, "dLdb", dLdb, G, False, True)
     L.dLdP = data(dtype, "dLdP", dLdP, fam.param_blocks * nOut, False, True)
+    L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32
     with nogil:
         if single:

@@ -87,14 +87,15 @@ def gated_weights(x, hI, Wx, Wh, b, gates, x_ndim, optional=(), **grads):
     return backend, (sL, bS, nIn, nOut)
 
 
-def output_grads(sL, bS, nOut, dLdh, **final_state_grads):
+def output_grads(sL, bS, nOut, dLdh, width="nOut", **final_state_grads):
     """Shapes of the gradients arriving at a time loop's outputs, each None or right: dLdh
-    [sL, bS, nOut] at every step's output, the others [bS, nOut] at the final states."""
+    [sL, bS, nOut] at every step's output, the others [bS, nOut] at the final states (`width`
+    names nOut in the messages)."""
     if dLdh is not None:
-        shape("dLdh", dLdh, (sL, bS, nOut), "[sL, bS, nOut]")
+        shape("dLdh", dLdh, (sL, bS, nOut), f"[sL, bS, {width}]")
     for name, g in final_state_grads.items():
         if g is not None:
-            shape(name, g, (bS, nOut), "[bS, nOut]")
+            shape(name, g, (bS, nOut), f"[bS, {width}]")
 
 
 def seq_len(lengths, sL, bS, names=("seq_len", "sL", "bS")):

@@ -15,6 +15,12 @@ products are row-vector (z = x·W), and the optional peephole weights Wp [3nOut]
 Wx [nIn, 4nOut], Wr [nOut, 4nOut], b [4nOut] or None (no bias), hI and cI [bS, nOut] or None
 (zeros). Clipping passes no gradient to the elements it clips (|f∘cI + i∘g| >= cell_clip).
 
+Projection (the time loops only; PyTorch's proj_size, an LSTMP): with Wproj [nOut, nProj] the
+output is projected, h = (o∘tanh(c))·Wproj, and it is h that enters the next step. The state h
+then has nProj columns where it has nOut without: Wr is [nProj, 4nOut]; hI, every step's h, hL,
+dLdh, dLdhL, dLdhI and dLdWr are [..., nProj] ([nProj, 4nOut] for Wr); the cell state c, cI, cL,
+dLdcL, dLdcI and the gates keep nOut. dL/dWproj = Σ mᵀ·dL/dh over every step, m = o∘tanh(c).
+
 Sequences are time-major, x [sL, bS, nIn]. With seq_len [bS] (integers in [0, sL]) row b runs
 only its first seq_len[b] time steps; its outputs after them are 0 and its final state is the
 state after its last valid step (hI, cI when seq_len[b] = 0). forward=False runs each row's
@@ -37,15 +43,19 @@ from cells._threads import resolve_n_threads
 class LstmWorkspace(NamedTuple):
     """What lstmLayerTimeLoop(..., return_workspace=True) keeps for lstmLayerTimeLoopBp.
 
-    Per step it holds 6nOut values per batch row, indexed by time (0 at a row's padded steps):
-      h     [sL, bS, nOut]   the outputs (the array lstmLayerTimeLoop returns)
+    Per step it holds 6nOut values per batch row (5nOut + 2nProj with Wproj), indexed by time
+    (0 at a row's padded steps):
+      h     [sL, bS, nOut]   the outputs (the array lstmLayerTimeLoop returns; nProj columns
+                             with Wproj)
       c     [sL, bS, nOut]   the cell states (after clipping)
       gates [sL, bS, 4nOut]  the activated i, f, g, o
+      m     [sL, bS, nOut]   with Wproj, the outputs before the projection, o∘tanh(c); else None
     and the configuration it was made with, which lstmLayerTimeLoopBp checks against its own:
       seq_len    int64 [bS] or None
       forward    bool
       cell_clip  float
       peepholes  bool (whether Wp was given)
+      projected  bool (whether Wproj was given)
 
     lstmLayerTimeLoopBp consumes it: to keep a training step's memory at the workspace, it
     overwrites gates with gradients and leaves them read-only. A second backward pass needs a new
@@ -55,10 +65,12 @@ class LstmWorkspace(NamedTuple):
     h: np.ndarray
     c: np.ndarray
     gates: np.ndarray
+    m: Optional[np.ndarray]
     seq_len: Optional[np.ndarray]
     forward: bool
     cell_clip: float
     peepholes: bool
+    projected: bool
 
 
 class LstmCellResult(NamedTuple):
@@ -70,7 +82,7 @@ class LstmCellResult(NamedTuple):
 
 class LstmTimeLoopResult(NamedTuple):
     """lstmLayerTimeLoop's outputs: h [sL, bS, nOut] the output of every step, hL and cL
-    [bS, nOut] the final states."""
+    [bS, nOut] the final states (h and hL [..., nProj] with Wproj)."""
 
     h: np.ndarray
     hL: np.ndarray
@@ -102,6 +114,20 @@ class LstmGrads(NamedTuple):
     dLdWp: Optional[np.ndarray]
 
 
+class LstmGradsWithProjection(NamedTuple):
+    """lstmLayerTimeLoopBp's gradients with Wproj: those of LstmGrads, with dLdWr
+    [nProj, 4nOut] and dLdhI [bS, nProj], and dLdWproj [nOut, nProj]."""
+
+    dLdx: np.ndarray
+    dLdWx: np.ndarray
+    dLdWr: np.ndarray
+    dLdb: Optional[np.ndarray]
+    dLdhI: np.ndarray
+    dLdcI: np.ndarray
+    dLdWp: Optional[np.ndarray]
+    dLdWproj: np.ndarray
+
+
 def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, n_threads=None):
     """One LSTM step.
 
@@ -109,9 +135,9 @@ def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, n_threads=Non
     None (zeros), Wp [3nOut] or None. Returns an LstmCellResult (h, c), each [bS, nOut].
     """
     clip = _cell_clip(cell_clip)
-    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=2)
-    _, hL, cL, _, _ = backend.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, clip, None,
-                                           True, False, resolve_n_threads(n_threads))
+    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2)
+    _, hL, cL, _, _, _ = backend.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
+                                              None, True, False, resolve_n_threads(n_threads))
     return LstmCellResult(hL, cL)
 
 
@@ -126,66 +152,79 @@ def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0,
     None (zeros).
     """
     clip = _cell_clip(cell_clip)
-    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=2, dLdh=dLdh, dLdc=dLdc)
+    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2, dLdh=dLdh, dLdc=dLdc)
     _, bS, _, nOut = dims
     for name, g in (("dLdh", dLdh), ("dLdc", dLdc)):
         if g is not None:
             check.shape(name, g, (bS, nOut), "[bS, nOut]")
-    dLdx, *grads = backend.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, clip, None, True,
-                                         None, None, dLdh, dLdc, resolve_n_threads(n_threads))
+    dLdx, *grads, _ = backend.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
+                                            None, True, None, None, dLdh, dLdc,
+                                            resolve_n_threads(n_threads))
     return LstmGrads(dLdx[0], *grads)
 
 
-def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, seq_len=None, cell_clip=0.0,
-                      forward=True, return_workspace=False, n_threads=None):
+def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, Wproj=None, seq_len=None,
+                      cell_clip=0.0, forward=True, return_workspace=False, n_threads=None):
     """LSTM over a sequence.
 
-    x [sL, bS, nIn] (time-major, as libnd4j), the rest as lstmLayerCell; seq_len [bS] or None
-    and forward as in the module docstring. Returns an LstmTimeLoopResult (h, hL, cL):
-    h [sL, bS, nOut] the output of every step, hL and cL [bS, nOut] the final states. With
-    return_workspace=True returns an LstmTimeLoopWithWorkspace (h, hL, cL, workspace), the
-    LstmWorkspace that lets lstmLayerTimeLoopBp skip recomputing this forward pass.
+    x [sL, bS, nIn] (time-major, as libnd4j), the rest as lstmLayerCell; Wproj [nOut, nProj] or
+    None, seq_len [bS] or None and forward as in the module docstring. Returns an
+    LstmTimeLoopResult (h, hL, cL): h [sL, bS, nOut] the output of every step, hL and cL
+    [bS, nOut] the final states (with Wproj: Wr [nProj, 4nOut], hI [bS, nProj], h
+    [sL, bS, nProj], hL [bS, nProj]). With return_workspace=True returns an
+    LstmTimeLoopWithWorkspace (h, hL, cL, workspace), the LstmWorkspace that lets
+    lstmLayerTimeLoopBp skip recomputing this forward pass.
     """
     clip = _cell_clip(cell_clip)
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
-    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=3)
+    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1])
-    h, hL, cL, c, gates = backend.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths,
-                                               fwd, keep, resolve_n_threads(n_threads))
+    h, hL, cL, c, gates, m = backend.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
+                                                  lengths, fwd, keep,
+                                                  resolve_n_threads(n_threads))
     if not keep:
         return LstmTimeLoopResult(h, hL, cL)
-    ws = LstmWorkspace(h, c, gates, None if lengths is None else lengths.copy(), fwd, clip,
-                       Wp is not None)
+    ws = LstmWorkspace(h, c, gates, m, None if lengths is None else lengths.copy(), fwd, clip,
+                       Wp is not None, Wproj is not None)
     return LstmTimeLoopWithWorkspace(h, hL, cL, ws)
 
 
 def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, Wp=None,
-                        seq_len=None, cell_clip=0.0, forward=True, workspace=None,
+                        Wproj=None, seq_len=None, cell_clip=0.0, forward=True, workspace=None,
                         n_threads=None):
     """Backpropagation through time for lstmLayerTimeLoop.
 
     dLdh [sL, bS, nOut] is the gradient arriving at every step's output, dLdhL and dLdcL
-    [bS, nOut] the ones arriving at the final states (each may be None: no gradient). `workspace`,
-    from lstmLayerTimeLoop(..., return_workspace=True) on the same inputs and options, skips
+    [bS, nOut] the ones arriving at the final states (each may be None: no gradient); with
+    Wproj, dLdh is [sL, bS, nProj] and dLdhL [bS, nProj]. `workspace`, from
+    lstmLayerTimeLoop(..., return_workspace=True) on the same inputs and options, skips
     recomputing the forward. Returns an LstmGrads (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut],
     dLdWr [nOut, 4nOut], dLdb [4nOut] or None, dLdhI [bS, nOut], dLdcI [bS, nOut], dLdWp [3nOut]
-    or None), as lstmLayerCellBp; the weight gradients are summed over time.
+    or None), as lstmLayerCellBp; with Wproj an LstmGradsWithProjection, which adds dLdWproj
+    [nOut, nProj]. The weight gradients are summed over time.
     """
     clip = _cell_clip(cell_clip)
     fwd = check.flag("forward", forward)
-    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=3, dLdh=dLdh, dLdhL=dLdhL,
-                                dLdcL=dLdcL)
+    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3, dLdh=dLdh,
+                                dLdhL=dLdhL, dLdcL=dLdcL)
     sL, bS, _, nOut = dims
-    check.output_grads(sL, bS, nOut, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
+    if Wproj is None:
+        check.output_grads(sL, bS, nOut, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
+    else:
+        check.output_grads(sL, bS, Wproj.shape[1], dLdh, "nProj", dLdhL=dLdhL)
+        check.output_grads(sL, bS, nOut, None, dLdcL=dLdcL)
     lengths = check.seq_len(seq_len, sL, bS)
     saved = None
     if workspace is not None:
-        _check_workspace(workspace, dims, x.dtype, lengths, fwd, clip, Wp is not None)
-        saved = workspace.h, workspace.c, workspace.gates
-    return LstmGrads(*backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd,
-                                            saved, dLdh, dLdhL, dLdcL,
-                                            resolve_n_threads(n_threads)))
+        _check_workspace(workspace, dims, x.dtype, lengths, fwd, clip, Wp, Wproj)
+        saved = workspace.h, workspace.c, workspace.gates, workspace.m
+    *grads, dLdWproj = backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
+                                             lengths, fwd, saved, dLdh, dLdhL, dLdcL,
+                                             resolve_n_threads(n_threads))
+    if Wproj is None:
+        return LstmGrads(*grads)
+    return LstmGradsWithProjection(*grads, dLdWproj)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,31 +240,44 @@ def _cell_clip(value):
     return float(value)
 
 
-def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim, **grads):
-    """Check every array against x [sL, bS, nIn] (or [bS, nIn]) and Wr [nOut, 4nOut]; return
-    (backend, (sL, bS, nIn, nOut)), with sL = 1 for a cell."""
-    backend = check.real_arrays(optional=("b", "hI", "cI", "Wp", *grads), x=x, Wx=Wx, Wr=Wr, b=b,
-                                hI=hI, cI=cI, Wp=Wp, **grads)
+def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim, **grads):
+    """Check every array against x [sL, bS, nIn] (or [bS, nIn]) and Wr [nOut, 4nOut] (or, with
+    Wproj [nOut, nProj], Wr [nProj, 4nOut]); return (backend, (sL, bS, nIn, nOut)), with
+    sL = 1 for a cell."""
+    backend = check.real_arrays(optional=("b", "hI", "cI", "Wp", "Wproj", *grads), x=x, Wx=Wx,
+                                Wr=Wr, b=b, hI=hI, cI=cI, Wp=Wp, Wproj=Wproj, **grads)
     check.ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
-    check.ndim("Wr", Wr, 2, "[nOut, 4*nOut]")
     sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
-    nOut = Wr.shape[0]
-    check.shape("Wr", Wr, (nOut, 4 * nOut), "[nOut, 4*nOut]")
-    check.shape("Wx", Wx, (nIn, 4 * nOut), "[nIn, 4*nOut] (nIn from x, nOut from Wr)")
+    if Wproj is None:
+        check.ndim("Wr", Wr, 2, "[nOut, 4*nOut]")
+        nOut = nState = Wr.shape[0]
+        check.shape("Wr", Wr, (nOut, 4 * nOut), "[nOut, 4*nOut]")
+        state = "[bS, nOut] (bS from x, nOut from Wr)"
+    else:
+        check.ndim("Wproj", Wproj, 2, "[nOut, nProj]")
+        nOut, nState = Wproj.shape
+        check.shape("Wr", Wr, (nState, 4 * nOut), "[nProj, 4*nOut] (nOut, nProj from Wproj)")
+        state = "[bS, nProj] (bS from x, nProj from Wproj)"
+    source = "Wr" if Wproj is None else "Wproj"
+    check.shape("Wx", Wx, (nIn, 4 * nOut), f"[nIn, 4*nOut] (nIn from x, nOut from {source})")
     if b is not None:
-        check.shape("b", b, (4 * nOut,), "[4*nOut] (nOut from Wr)")
-    for name, a in (("hI", hI), ("cI", cI)):
-        if a is not None:
-            check.shape(name, a, (bS, nOut), "[bS, nOut] (bS from x, nOut from Wr)")
+        check.shape("b", b, (4 * nOut,), f"[4*nOut] (nOut from {source})")
+    if hI is not None:
+        check.shape("hI", hI, (bS, nState), state)
+    if cI is not None:
+        check.shape("cI", cI, (bS, nOut), f"[bS, nOut] (bS from x, nOut from {source})")
     if Wp is not None:
-        check.shape("Wp", Wp, (3 * nOut,), "[3*nOut] (nOut from Wr)")
+        check.shape("Wp", Wp, (3 * nOut,), f"[3*nOut] (nOut from {source})")
     check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "4*nOut": 4 * nOut})
     return backend, (sL, bS, nIn, nOut)
 
 
-def _check_workspace(ws, dims, dtype, lengths, fwd, clip, peepholes):
+def _check_workspace(ws, dims, dtype, lengths, fwd, clip, Wp, Wproj):
     sL, bS, _, nOut = dims
-    check.workspace(ws, LstmWorkspace, "lstmLayerTimeLoopBp", dtype, "x and Wr",
-                    {"h": (sL, bS, nOut), "c": (sL, bS, nOut), "gates": (sL, bS, 4 * nOut)},
+    nState = nOut if Wproj is None else Wproj.shape[1]
+    arrays = {"h": (sL, bS, nState), "c": (sL, bS, nOut), "gates": (sL, bS, 4 * nOut)}
+    if Wproj is not None:
+        arrays["m"] = (sL, bS, nOut)
+    check.workspace(ws, LstmWorkspace, "lstmLayerTimeLoopBp", dtype, "x, Wr and Wproj", arrays,
                     ("gates",), seq_len=lengths, forward=fwd, cell_clip=clip,
-                    peepholes=peepholes)
+                    peepholes=Wp is not None, projected=Wproj is not None)

@@ -254,7 +254,7 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
     workspace = None
     if _kept(gates):
         workspace = cells.LstmWorkspace(_array("h", h), _array("c", c), _consumable(gates),
-                                        lengths, forward, 0.0, False)
+                                        None, lengths, forward, 0.0, False, False)
     grads = cells.lstmLayerTimeLoopBp(
         _array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b), _array("hI", hI),
         _array("cI", cI), _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL),

@@ -33,16 +33,19 @@ typedef struct {
     ptrdiff_t aux_grad_block;  /* -1, or the block whose recurrent-side gradient the backward
                                   keeps in aux (the gates keep the input side's) */
     ptrdiff_t param_blocks;    /* blocks of nOut in P */
+    int projects;              /* its output may be projected, h = m·Wproj with m the step's
+                                  output [nOut] (PyTorch's LSTM proj_size): the step reads no
+                                  hPrev, so the state may be narrower than the units */
 } cells_family_info;
 
 /* In the order of enum cells_family. */
 static const cells_family_info cells_families[CELLS_FAMILIES] = {
-    /*                        gates c  h_blocks aux kept grad_block params */
-    /* GRU reset-before  */  {3,    0, 2,       1,  0,   -1,        0},
-    /* GRU linear-before */  {3,    0, 3,       1,  1,   2,         1},
-    /* LSTM              */  {4,    1, 4,       0,  0,   -1,        3},
-    /* LLTM              */  {3,    1, 3,       0,  0,   -1,        0},
-    /* RNN               */  {1,    0, 1,       0,  0,   -1,        0},
+    /*                        gates c  h_blocks aux kept grad_block params projects */
+    /* GRU reset-before  */  {3,    0, 2,       1,  0,   -1,        0,     0},
+    /* GRU linear-before */  {3,    0, 3,       1,  1,   2,         1,     0},
+    /* LSTM              */  {4,    1, 4,       0,  0,   -1,        3,     1},
+    /* LLTM              */  {3,    1, 3,       0,  0,   -1,        0,     0},
+    /* RNN               */  {1,    0, 1,       0,  0,   -1,        0,     0},
 };
 
 #define CELLS_IMPL "cells/families_impl.h"

@@ -12,11 +12,13 @@
  *                after element j of zx is read)
  *   zh     [G]   the recurrent products: blocks k < h_blocks hold hPrev·op(Wh)_k; in a second
  *                phase the other blocks hold aux·op(Wh)_k (cells/families.h)
- *   hPrev, cPrev [nOut]  the state entering the step (cPrev: NULL without a cell state)
+ *   hPrev, cPrev [nOut]  the state entering the step (cPrev: NULL without a cell state;
+ *                hPrev: NULL when the output is projected, families.h's `projects`)
+ *   hNext  [nOut]  out: the step's output (when projected: m, which the loop then projects)
  *   P      [param_blocks, nOut] or NULL: the family's own parameters
  *   g      [G]   out: the activated gates
  *   aux    [nOut]  out: the family's own per-step value, for families that have one
- *   hNext, cNext [nOut]  out: the state leaving the step (written by the last phase)
+ *   cNext  [nOut]  out: the cell state leaving the step (hNext and cNext: by the last phase)
  *
  * backward(o, n, nOut, dLdh, dLdg, g, aux, daux, hPrev, cPrev, c, P, d, dh, dc, dP)
  *   dLdh   [nOut] or NULL: the gradient arriving at the step's output
@@ -26,10 +28,11 @@
  *   aux    [nOut]  in: the forward's aux, when kept; out: what the family's table row says
  *   daux   [nOut]  in a second phase: dL/daux = d[blocks >= h_blocks]·op(Wh)ᵀ
  *   hPrev, cPrev, c [nOut]  the state entering the step and the step's own cell state
+ *                (hPrev NULL when the output is projected)
  *   d      [G]   out: dL/d(the recurrent pre-activation); the time loop then adds
  *                d[blocks < h_blocks]·op(Wh)ᵀ to dh
- *   dh     [nOut]  in: dL/dh carried from the later steps; out: its part that does not go
- *                through op(Wh) (0 for most families)
+ *   dh     [nOut]  in: dL/dh carried from the later steps (when projected: dL/dm, and dLdh
+ *                NULL); out: its part that does not go through op(Wh) (0 for most families)
  *   dc     [nOut]  in: dL/dc from the later steps; out: dL/dcPrev (families with c)
  *   dP     like P, or NULL: accumulates dL/dP
  */
