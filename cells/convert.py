@@ -478,7 +478,8 @@ class TorchRNN(NamedTuple):
 def from_torch_module(module):
     """Every layer's and direction's weights of a torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or
     RNNCell in cells' layout: a TorchRNN. Another module is a TypeError; an LSTM with
-    proj_size > 0 (projections of h, which cells has no equivalent of) a ValueError."""
+    proj_size > 0 a ValueError (its weight_hr is not mapped here: cells.torch.LSTM runs it, and
+    lstmLayerTimeLoop takes it as Wproj = weight_hrᵀ)."""
     import torch
 
     kinds = ((torch.nn.GRU, "gru", False), (torch.nn.LSTM, "lstm", False),
@@ -491,8 +492,9 @@ def from_torch_module(module):
         raise TypeError(f"module: expected a torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or "
                         f"RNNCell, got {type(module).__name__}")
     if getattr(module, "proj_size", 0) > 0:
-        raise ValueError(f"module: an LSTM with proj_size={module.proj_size} (a projected "
-                         f"hidden state) has no cells equivalent")
+        raise ValueError(f"module: an LSTM with proj_size={module.proj_size}: from_torch_module "
+                         f"does not map its weight_hr (cells.torch.LSTM runs it; "
+                         f"lstmLayerTimeLoop takes Wproj = weight_hr.T)")
     convert = {"gru": gru_from_torch, "lstm": lstm_from_torch, "rnn": rnn_from_torch}[family]
     names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
     if cell:

@@ -12,8 +12,8 @@ repr and pickling, and only replace forward: it takes and returns what torch's d
 and runs each layer and direction as one call of cells' time loop (the reverse direction with
 forward=False, a packed batch with seq_len: no per-step or per-length Python), with torch's
 dropout between layers in training mode. torch's GRU is cells' linear_before_reset GRU; the
-RNN's nonlinearity is cells' activation. Not implemented yet: the LSTM's proj_size > 0
-(NotImplementedError: cells' kernels have no projection).
+RNN's nonlinearity is cells' activation, and the LSTM's proj_size > 0 is cells' projection
+(Wproj = weight_hrᵀ).
 
 Tensors are float32 or float64 on the CPU: the kernels read them as NumPy arrays sharing their
 memory (tensor.numpy(); a strided one is copied by the kernel) and their results become tensors
@@ -24,8 +24,8 @@ Autograd and torch.compile. Each time loop is a custom operator (torch.library, 
 "cells"), with a fake (meta) implementation and a backward formula:
 
     cells::gru_time_loop(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace) -> (h, gates, hc)
-    cells::lstm_time_loop(x, Wx, Wr, b, hI, cI, seq_len, forward, keep_workspace)
-        -> (h, hL, cL, c, gates)
+    cells::lstm_time_loop(x, Wx, Wr, b, hI, cI, Wproj, seq_len, forward, keep_workspace)
+        -> (h, hL, cL, c, gates, m)
     cells::lltm_time_loop(x, W, b, hI, cI, seq_len, forward, keep_workspace)
         -> (h, hL, cL, gates, c)
     cells::rnn_time_loop(x, hI, Wx, Wh, b, activation, seq_len, forward, keep_workspace)
@@ -215,75 +215,84 @@ gru_time_loop_backward.register_autograd(_raise_double_backward("cells::gru_time
 
 @torch.library.custom_op("cells::lstm_time_loop", mutates_args=())
 def lstm_time_loop(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
-                   seq_len: Optional[Tensor], forward: bool,
-                   keep_workspace: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """cells.lstmLayerTimeLoop: x [sL, bS, nIn], Wx [nIn, 4nOut], Wr [nOut, 4nOut], b [4nOut],
-    hI, cI [bS, nOut], seq_len [bS] or None. Returns (h [sL, bS, nOut], hL, cL [bS, nOut],
-    c [sL, bS, nOut], gates [sL, bS, 4nOut]); c and gates (the LstmWorkspace) are empty without
-    keep_workspace."""
+                   Wproj: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
+                   keep_workspace: bool
+                   ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """cells.lstmLayerTimeLoop: x [sL, bS, nIn], Wx [nIn, 4nOut], Wr [nState, 4nOut], b [4nOut],
+    hI [bS, nState], cI [bS, nOut], Wproj [nOut, nProj] or None (nState = nProj with it, nOut
+    without), seq_len [bS] or None. Returns (h [sL, bS, nState], hL [bS, nState], cL [bS, nOut],
+    c [sL, bS, nOut], gates [sL, bS, 4nOut], m [sL, bS, nOut]); c, gates and m (the
+    LstmWorkspace) are empty without keep_workspace, m also without Wproj."""
     arrays = (_array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b),
               _array("hI", hI), _array("cI", cI))
-    options = dict(seq_len=_lengths(seq_len), forward=forward,
+    options = dict(Wproj=_array("Wproj", Wproj), seq_len=_lengths(seq_len), forward=forward,
                    n_threads=torch.get_num_threads())
     if not keep_workspace:
         h, hL, cL = cells.lstmLayerTimeLoop(*arrays, **options)
-        return _tensor(h), _tensor(hL), _tensor(cL), _no_workspace(x), _no_workspace(x)
+        return (_tensor(h), _tensor(hL), _tensor(cL), *(_no_workspace(x) for _ in range(3)))
     h, hL, cL, ws = cells.lstmLayerTimeLoop(*arrays, return_workspace=True, **options)
-    return _tensor(h), _tensor(hL), _tensor(cL), _tensor(ws.c), _tensor(ws.gates)
+    m = _no_workspace(x) if ws.m is None else _tensor(ws.m)
+    return _tensor(h), _tensor(hL), _tensor(cL), _tensor(ws.c), _tensor(ws.gates), m
 
 
 @lstm_time_loop.register_fake
-def _(x, Wx, Wr, b, hI, cI, seq_len, forward, keep_workspace):
-    sL, bS, nOut = x.shape[0], x.shape[1], hI.shape[1]
-    outputs = (x.new_empty((sL, bS, nOut)), hI.new_empty(hI.shape), hI.new_empty(hI.shape))
+def _(x, Wx, Wr, b, hI, cI, Wproj, seq_len, forward, keep_workspace):
+    sL, bS, nState, nOut = x.shape[0], x.shape[1], hI.shape[1], cI.shape[1]
+    outputs = (x.new_empty((sL, bS, nState)), hI.new_empty(hI.shape), cI.new_empty(cI.shape))
     if not keep_workspace:
-        return (*outputs, _no_workspace(x), _no_workspace(x))
-    return (*outputs, x.new_empty((sL, bS, nOut)), x.new_empty((sL, bS, 4 * nOut)))
+        return (*outputs, *(_no_workspace(x) for _ in range(3)))
+    m = _no_workspace(x) if Wproj is None else x.new_empty((sL, bS, nOut))
+    return (*outputs, x.new_empty((sL, bS, nOut)), x.new_empty((sL, bS, 4 * nOut)), m)
 
 
 @torch.library.custom_op("cells::lstm_time_loop_backward", mutates_args=())
 def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor,
-                            cI: Tensor, dLdh: Optional[Tensor], dLdhL: Optional[Tensor],
-                            dLdcL: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
-                            h: Tensor, c: Tensor, gates: Tensor
-                            ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """cells.lstmLayerTimeLoopBp on cells::lstm_time_loop's workspace (h, c, gates; gates are
+                            cI: Tensor, Wproj: Optional[Tensor], dLdh: Optional[Tensor],
+                            dLdhL: Optional[Tensor], dLdcL: Optional[Tensor],
+                            seq_len: Optional[Tensor], forward: bool, h: Tensor, c: Tensor,
+                            gates: Tensor, m: Tensor
+                            ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """cells.lstmLayerTimeLoopBp on cells::lstm_time_loop's workspace (h, c, gates, m; gates are
     copied, as the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdWx,
-    dLdWr, dLdb, dLdhI, dLdcI), shaped as x, Wx, Wr, b, hI, cI."""
+    dLdWr, dLdb, dLdhI, dLdcI, dLdWproj), shaped as x, Wx, Wr, b, hI, cI, Wproj (dLdWproj
+    empty without Wproj)."""
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
         workspace = cells.LstmWorkspace(_array("h", h), _array("c", c), _consumable(gates),
-                                        None, lengths, forward, 0.0, False, False)
+                                        None if Wproj is None else _array("m", m), lengths,
+                                        forward, 0.0, False, Wproj is not None)
     grads = cells.lstmLayerTimeLoopBp(
         _array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b), _array("hI", hI),
         _array("cI", cI), _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL),
-        dLdcL=_array("dLdcL", dLdcL), seq_len=lengths, forward=forward, workspace=workspace,
-        n_threads=torch.get_num_threads())
-    return tuple(_tensor(g) for g in grads[:6])
+        dLdcL=_array("dLdcL", dLdcL), Wproj=_array("Wproj", Wproj), seq_len=lengths,
+        forward=forward, workspace=workspace, n_threads=torch.get_num_threads())
+    dLdWproj = _no_workspace(x) if Wproj is None else _tensor(grads.dLdWproj)
+    return (*(_tensor(g) for g in grads[:6]), dLdWproj)
 
 
 @lstm_time_loop_backward.register_fake
-def _(x, Wx, Wr, b, hI, cI, dLdh, dLdhL, dLdcL, seq_len, forward, h, c, gates):
-    return tuple(t.new_empty(t.shape) for t in (x, Wx, Wr, b, hI, cI))
+def _(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL, dLdcL, seq_len, forward, h, c, gates, m):
+    dLdWproj = _no_workspace(x) if Wproj is None else Wproj.new_empty(Wproj.shape)
+    return (*(t.new_empty(t.shape) for t in (x, Wx, Wr, b, hI, cI)), dLdWproj)
 
 
 def _lstm_setup_context(ctx, inputs, output):
-    x, Wx, Wr, b, hI, cI, seq_len, forward, _ = inputs
-    h, _, _, c, gates = output
+    x, Wx, Wr, b, hI, cI, Wproj, seq_len, forward, _ = inputs
+    h, _, _, c, gates, m = output
     ctx.set_materialize_grads(False)
-    ctx.mark_non_differentiable(c, gates)
-    ctx.save_for_backward(x, Wx, Wr, b, hI, cI, seq_len, h, c, gates)
+    ctx.mark_non_differentiable(c, gates, m)
+    ctx.save_for_backward(x, Wx, Wr, b, hI, cI, Wproj, seq_len, h, c, gates, m)
     ctx.forward = forward
 
 
-def _lstm_backward(ctx, dLdh, dLdhL, dLdcL, _c, _gates):
-    needs = ctx.needs_input_grad[:6]
+def _lstm_backward(ctx, dLdh, dLdhL, dLdcL, _c, _gates, _m):
+    needs = ctx.needs_input_grad[:7]
     if not any(needs) or (dLdh is None and dLdhL is None and dLdcL is None):
-        return (None,) * 9
-    x, Wx, Wr, b, hI, cI, seq_len, h, c, gates = ctx.saved_tensors
-    grads = torch.ops.cells.lstm_time_loop_backward(x, Wx, Wr, b, hI, cI, dLdh, dLdhL, dLdcL,
-                                                    seq_len, ctx.forward, h, c, gates)
+        return (None,) * 10
+    x, Wx, Wr, b, hI, cI, Wproj, seq_len, h, c, gates, m = ctx.saved_tensors
+    grads = torch.ops.cells.lstm_time_loop_backward(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL,
+                                                    dLdcL, seq_len, ctx.forward, h, c, gates, m)
     return (*_needed(grads, needs), None, None, None)
 
 
@@ -455,8 +464,9 @@ rnn_time_loop_backward.register_autograd(_raise_double_backward("cells::rnn_time
 # ---------------------------------------------------------------------------------------------
 
 def _keep_workspace(*tensors):
-    """Whether autograd records a call on these tensors: then the forward keeps its workspace."""
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    """Whether autograd records a call on these tensors (None: not given): then the forward
+    keeps its workspace."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
 def _final_state(h, lengths, forward):
@@ -471,10 +481,11 @@ def _final_state(h, lengths, forward):
 
 class _Family:
     """What a family's modules (the stack and the cell) share: its states, as a tuple (hx,) or
-    (h0, c0), and how one layer and direction runs on cells' time loop:
-    _run(x [sL, bS, nIn], states, (weight_ih, weight_hh, bias_ih, bias_hh), lengths, forward)
-    -> (h [sL, bS, H], final states). The weights are torch's (bias None without bias);
-    cells' layout is their transpose (torch's gate order is cells')."""
+    (h0, c0), their sizes, and how one layer and direction runs on cells' time loop:
+    _run(x [sL, bS, nIn], states, (weight_ih, weight_hh, bias_ih, bias_hh, weight_hr), lengths,
+    forward) -> (h [sL, bS, H], final states). The weights are torch's (bias None without bias,
+    weight_hr None but for an LSTM with proj_size > 0); cells' layout is their transpose
+    (torch's gate order is cells')."""
 
     _state_names = ("hx",)
     _cell_state_names = ("hidden",)   # what torch's cells call it in their messages
@@ -485,10 +496,14 @@ class _Family:
     def _hx(self, states):
         return states[0]
 
+    def _state_sizes(self):
+        """The last dimension of each state."""
+        return (self.hidden_size,)
+
 
 class _GruFamily(_Family):
     def _run(self, x, states, weights, lengths, forward):
-        (hI,), (weight_ih, weight_hh, bias_ih, bias_hh) = states, weights
+        (hI,), (weight_ih, weight_hh, bias_ih, bias_hh, _) = states, weights
         b = x.new_zeros(weight_ih.shape[0]) if bias_ih is None else torch.stack([bias_ih, bias_hh])
         Wx, Wh = weight_ih.t(), weight_hh.t()
         h, _, _ = torch.ops.cells.gru_time_loop(x, hI, Wx, Wh, b, lengths, forward,
@@ -506,18 +521,24 @@ class _LstmFamily(_Family):
     def _hx(self, states):
         return tuple(states)
 
+    def _state_sizes(self):
+        """h0 has proj_size columns with a projection (torch.nn.LSTM's real hidden size)."""
+        return (getattr(self, "proj_size", 0) or self.hidden_size, self.hidden_size)
+
     def _run(self, x, states, weights, lengths, forward):
-        (hI, cI), (weight_ih, weight_hh, bias_ih, bias_hh) = states, weights
+        (hI, cI), (weight_ih, weight_hh, bias_ih, bias_hh, weight_hr) = states, weights
         b = x.new_zeros(weight_ih.shape[0]) if bias_ih is None else bias_ih + bias_hh
         Wx, Wr = weight_ih.t(), weight_hh.t()
-        h, hL, cL, _, _ = torch.ops.cells.lstm_time_loop(x, Wx, Wr, b, hI, cI, lengths, forward,
-                                                         _keep_workspace(x, Wx, Wr, b, hI, cI))
+        Wproj = None if weight_hr is None else weight_hr.t()
+        h, hL, cL, _, _, _ = torch.ops.cells.lstm_time_loop(
+            x, Wx, Wr, b, hI, cI, Wproj, lengths, forward,
+            _keep_workspace(x, Wx, Wr, b, hI, cI, Wproj))
         return h, (hL, cL)
 
 
 class _RnnFamily(_Family):
     def _run(self, x, states, weights, lengths, forward):
-        (hI,), (weight_ih, weight_hh, bias_ih, bias_hh) = states, weights
+        (hI,), (weight_ih, weight_hh, bias_ih, bias_hh, _) = states, weights
         b = x.new_zeros(weight_ih.shape[0]) if bias_ih is None else torch.stack([bias_ih, bias_hh])
         Wx, Wh = weight_ih.t(), weight_hh.t()
         h, _ = torch.ops.cells.rnn_time_loop(x, hI, Wx, Wh, b, self.nonlinearity, lengths,
@@ -534,13 +555,6 @@ def _check_states(names, states, dtype):
             raise RuntimeError(f"{name}: expected dtype {dtype} (the input's), got {s.dtype}")
 
 
-def _check_no_projection(module):
-    if getattr(module, "proj_size", 0) > 0:
-        raise NotImplementedError(
-            f"{type(module).__name__}: proj_size={module.proj_size} (LSTM with projections) is "
-            f"not implemented in cells' kernels yet")
-
-
 # ---------------------------------------------------------------------------------------------
 # GRU, LSTM, RNN
 # ---------------------------------------------------------------------------------------------
@@ -549,7 +563,6 @@ class _Stack:
     """forward() of torch.nn.GRU, LSTM and RNN on cells' time loops, layer by layer."""
 
     def forward(self, input, hx=None):
-        _check_no_projection(self)
         states = None if hx is None else self._states(hx)
         if isinstance(input, PackedSequence):
             data, batch_sizes, sorted_indices, unsorted_indices = input
@@ -594,11 +607,12 @@ class _Stack:
         return (y.transpose(0, 1) if self.batch_first else y), self._hx(hidden)
 
     def _initial_states(self, states, input, batch):
-        """The given states, or zeros [num_layers * num_directions, batch, hidden_size]."""
+        """The given states, or zeros [num_layers * num_directions, batch, size] (sizes from
+        _state_sizes)."""
         if states is not None:
             return states
-        shape = (self.num_layers * (2 if self.bidirectional else 1), batch, self.hidden_size)
-        return tuple(input.new_zeros(shape) for _ in self._state_names)
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        return tuple(input.new_zeros((layers, batch, size)) for size in self._state_sizes())
 
     def _layers(self, x, states, lengths):
         """Run every layer and direction on x [sL, bS, nIn] (time-major) from the initial
@@ -612,8 +626,8 @@ class _Stack:
             outputs = []
             for d in range(dirs):
                 suffix = f"_l{layer}" + ("_reverse" if d else "")
-                weights = tuple(getattr(self, f"{name}{suffix}", None)
-                                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+                weights = tuple(getattr(self, f"{name}{suffix}", None) for name in (
+                    "weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"))
                 y, final = self._run(x, tuple(s[layer * dirs + d] for s in states), weights,
                                      lengths, forward=d == 0)
                 outputs.append(y)
@@ -628,9 +642,9 @@ class GRU(_GruFamily, _Stack, torch.nn.GRU):
 
 
 class LSTM(_LstmFamily, _Stack, torch.nn.LSTM):
-    """torch.nn.LSTM on cells' LSTM time loop (b = bias_ih + bias_hh). Constructor, parameters,
-    forward's arguments and results are torch.nn.LSTM's; proj_size > 0 is not implemented
-    (forward raises NotImplementedError)."""
+    """torch.nn.LSTM on cells' LSTM time loop (b = bias_ih + bias_hh; proj_size > 0: Wproj =
+    weight_hrᵀ). Constructor, parameters, forward's arguments and results are
+    torch.nn.LSTM's."""
 
 
 class RNN(_RnnFamily, _Stack, torch.nn.RNN):
@@ -661,11 +675,10 @@ class _Cell:
             input = input.unsqueeze(0)
             states = None if states is None else tuple(s.unsqueeze(0) for s in states)
         if states is None:
-            states = tuple(input.new_zeros((input.shape[0], self.hidden_size))
-                           for _ in self._state_names)
+            states = tuple(input.new_zeros((input.shape[0], size)) for size in self._state_sizes())
         self._check_sizes(input, states)
-        _, hidden = self._run(input[None], states, (self.weight_ih, self.weight_hh,
-                                                    self.bias_ih, self.bias_hh), None, True)
+        weights = (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None)
+        _, hidden = self._run(input[None], states, weights, None, True)
         if not batched:
             hidden = tuple(s.squeeze(0) for s in hidden)
         return self._hx(hidden)
@@ -763,7 +776,6 @@ def convert(module):
     hooks and mode. Any other module: every such submodule, at any depth, replaced in place by
     its copy (a submodule used at several places by one copy); returns the module. Parameters
     of a converted submodule are new tensors: create the optimizer after convert().
-    An LSTM with proj_size > 0 is a NotImplementedError.
     """
     return _convert(module, {})
 
@@ -773,7 +785,6 @@ def _convert(module, converted):
         return converted[id(module)]
     cells_class = _CELLS_CLASSES.get(type(module))
     if cells_class is not None:
-        _check_no_projection(module)
         result = copy.deepcopy(module)
         result.__class__ = cells_class
     else:

@@ -120,11 +120,6 @@ def test_module_input(info, dtype, training, index):
                               training)
     forward_args = module_input.forward_input.args
     assert not module_input.forward_input.kwargs
-    if getattr(module, "proj_size", 0) > 0:
-        with pytest.raises(NotImplementedError, match="proj_size"):
-            module(*forward_args)
-        pytest.skip(f"cells.torch does not implement proj_size > 0 (NotImplementedError): "
-                    f"{info.name}{describe(module_input)}")
 
     runs = []
     for m in (reference, module):

@@ -99,6 +99,13 @@ STACK_CASES = [
     (ct.LSTM, dict(num_layers=2, bias=False), "packed_sorted", True, torch.float64),
     (ct.LSTM, dict(num_layers=2, bidirectional=True), "packed_unsorted", False, torch.float64),
     (ct.LSTM, dict(num_layers=1, batch_first=True), "unbatched", False, torch.float64),
+    (ct.LSTM, dict(num_layers=2, proj_size=2, bidirectional=True), "packed_unsorted", True,
+     torch.float64),
+    (ct.LSTM, dict(num_layers=3, proj_size=1, batch_first=True), "padded", True, torch.float32),
+    (ct.LSTM, dict(num_layers=2, proj_size=2, bias=False), "packed_sorted", False,
+     torch.float64),
+    (ct.LSTM, dict(num_layers=1, proj_size=2, bidirectional=True), "unbatched", True,
+     torch.float64),
     (ct.RNN, dict(num_layers=2, nonlinearity="relu", bidirectional=True), "padded", True,
      torch.float64),
     (ct.RNN, dict(num_layers=1, bias=False, batch_first=True), "packed_unsorted", True,
@@ -115,16 +122,17 @@ def test_stack_matches_torch(cells_class, kwargs, kind, given, dtype):
     reference, module = pair(cells_class, nIn, H, **kwargs, dtype=dtype)
     batch_first = kwargs.get("batch_first", False)
     dirs = 2 if kwargs.get("bidirectional") else 1
-    n_states = 2 if cells_class is ct.LSTM else 1
+    # the last dimension of each initial state: h0 has proj_size columns with a projection
+    sizes = (kwargs.get("proj_size") or H, H) if cells_class is ct.LSTM else (H,)
     torch.manual_seed(2)
     if kind == "unbatched":
         x = random(sL, nIn, dtype=dtype)
-        state_shape = (kwargs["num_layers"] * dirs, H)
+        batch = ()
     else:
         x = random(*((bS, sL) if batch_first else (sL, bS)), nIn, dtype=dtype)
-        state_shape = (kwargs["num_layers"] * dirs, bS, H)
-    states = [x] + ([random(*state_shape, dtype=dtype) for _ in range(n_states)] if given
-                    else [])
+        batch = (bS,)
+    states = [x] + ([random(kwargs["num_layers"] * dirs, *batch, size, dtype=dtype)
+                     for size in sizes] if given else [])
     lengths = sorted(LENGTHS, reverse=True) if kind == "packed_sorted" else LENGTHS
 
     def make_input(t):
@@ -325,8 +333,8 @@ def test_convert_a_module_copies_it():
     assert type(module) is ct.GRU and type(reference) is torch.nn.GRU
     assert module.weight_ih_l1 is not reference.weight_ih_l1
     assert torch.equal(module.weight_ih_l1, reference.weight_ih_l1) and module.batch_first
-    with pytest.raises(NotImplementedError, match="proj_size"):
-        ct.convert(torch.nn.LSTM(nIn, 4, proj_size=2))
+    projected = ct.convert(torch.nn.LSTM(nIn, 4, proj_size=2))
+    assert type(projected) is ct.LSTM and projected.weight_hr_l0.shape == (2, 4)
 
 
 def test_import_cells_does_not_import_torch():
@@ -395,10 +403,3 @@ def test_unsupported_dtypes_and_devices():
                                                torch.zeros(bS, H, dtype=torch.int32)))
     with pytest.raises(ValueError, match=r"old_h: expected shape \[B, 3\]"):
         ct.LLTM(nIn, H)(torch.zeros(bS, nIn), (torch.zeros(bS, H + 1), torch.zeros(bS, H)))
-
-
-def test_projections_not_implemented():
-    module = ct.LSTM(nIn, 4, proj_size=2)
-    assert module.weight_hr_l0.shape == (2, 4)
-    with pytest.raises(NotImplementedError, match="proj_size=2"):
-        module(torch.zeros(sL, bS, nIn))

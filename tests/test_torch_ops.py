@@ -6,6 +6,7 @@ torch = pytest.importorskip("torch")
 ct = pytest.importorskip("cells.torch")
 
 sL, bS, nIn, H = 4, 3, 3, 2
+P = 3   # the LSTM's projection (lstmp): more columns than H, so that no shape is H by accident
 LENGTHS = torch.tensor([4, 1, 3])
 
 
@@ -22,10 +23,15 @@ def op_inputs(family, grad=True):
         return (torch.ops.cells.gru_time_loop,
                 (x, hI, random(nIn, 3 * H, grad=grad), random(H, 3 * H, grad=grad),
                  random(2, 3 * H, grad=grad)), (), 1)
-    if family == "lstm":
+    if family == "lstm":  # Wproj None: no projection
         return (torch.ops.cells.lstm_time_loop,
                 (x, random(nIn, 4 * H, grad=grad), random(H, 4 * H, grad=grad),
-                 random(4 * H, grad=grad), hI, cI), (), 3)
+                 random(4 * H, grad=grad), hI, cI, None), (), 3)
+    if family == "lstmp":
+        return (torch.ops.cells.lstm_time_loop,
+                (x, random(nIn, 4 * H, grad=grad), random(P, 4 * H, grad=grad),
+                 random(4 * H, grad=grad), random(bS, P, grad=grad), cI,
+                 random(H, P, grad=grad)), (), 3)
     if family == "lltm":
         return (torch.ops.cells.lltm_time_loop,
                 (x, random(3 * H, H + nIn, grad=grad), random(3 * H, grad=grad), hI, cI), (), 3)
@@ -34,7 +40,7 @@ def op_inputs(family, grad=True):
              random(2, H, grad=grad)), ("relu" if family == "relu" else "tanh",), 1)
 
 
-FAMILIES = ["gru", "lstm", "lltm", "tanh", "relu"]
+FAMILIES = ["gru", "lstm", "lstmp", "lltm", "tanh", "relu"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -78,6 +84,7 @@ def test_retain_graph_twice():
     torch.manual_seed(0)
     for module, x in ((ct.GRU(nIn, H, num_layers=2, bidirectional=True), torch.randn(sL, bS, nIn)),
                       (ct.LSTM(nIn, H), torch.randn(sL, bS, nIn)),
+                      (ct.LSTM(nIn, P, proj_size=H), torch.randn(sL, bS, nIn)),
                       (ct.RNN(nIn, H, nonlinearity="relu"), torch.randn(sL, bS, nIn))):
         loss = module(x)[0].pow(2).sum()
         loss.backward(retain_graph=True)
@@ -110,15 +117,16 @@ def test_only_what_requires_grad():
     assert x.grad is not None and all(p.grad is None for p in module.parameters())
     _, tensors, _, _ = op_inputs("lstm")
     with torch.no_grad():
-        *_, c, gates = torch.ops.cells.lstm_time_loop(*tensors, None, True, False)
-    assert c.numel() == gates.numel() == 0
+        *_, c, gates, m = torch.ops.cells.lstm_time_loop(*tensors, None, True, False)
+    assert c.numel() == gates.numel() == m.numel() == 0
 
 
 def compiled_against_eager(module, x):
     """torch.compile(fullgraph=True) of a small model on `module`: its loss and every gradient
     against eager mode."""
     torch.manual_seed(0)
-    head = torch.nn.Linear(module.hidden_size * (2 if module.bidirectional else 1), 1,
+    width = getattr(module, "proj_size", 0) or module.hidden_size
+    head = torch.nn.Linear(width * (2 if module.bidirectional else 1), 1,
                            dtype=torch.float64)
 
     def loss(x):
@@ -145,9 +153,11 @@ def test_compile_gru():
                                                                     dtype=torch.float64))
 
 
-def test_compile_lstm():
+@pytest.mark.parametrize("proj_size", [0, 2])
+def test_compile_lstm(proj_size):
     torch._dynamo.reset()
-    compiled_against_eager(ct.LSTM(nIn, H, num_layers=2, dtype=torch.float64),
+    compiled_against_eager(ct.LSTM(nIn, P, num_layers=2, proj_size=proj_size,
+                                   dtype=torch.float64),
                            torch.randn(sL, bS, nIn, dtype=torch.float64))
 
 
