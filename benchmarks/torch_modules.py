@@ -10,9 +10,9 @@ around both contenders: cells.torch runs on torch.get_num_threads() threads), th
 alternated after a warm-up call (harness.time_alternating), medians of --repeats samples:
 
 1. stacks: a training step (forward, loss = MSE against a fixed random target, backward, SGD
-   step) of torch.nn.GRU and torch.nn.LSTM with 1 and 2 layers, uni- and bidirectional, against
-   the cells.torch class with the same state_dict, on bench.py's shapes small (T=100 B=1),
-   medium (T=100 B=64) and large (T=50 B=128), I = H;
+   step) of torch.nn.GRU, torch.nn.LSTM and the LSTM with proj_size = H/2 (LSTMP) with 1 and 2
+   layers, uni- and bidirectional, against the cells.torch class with the same state_dict, on
+   bench.py's shapes small (T=100 B=1), medium (T=100 B=64) and large (T=50 B=128), I = H;
 2. packed: the same step on a PackedSequence (pack_padded_sequence inside the step,
    enforce_sorted=False, lengths drawn uniformly in [T/4, T]), T=100 B=64, H = 128 and 256, one
    layer, one direction; torch's step on the padded batch (no packing) is the third row;
@@ -45,7 +45,13 @@ import cells.torch as ct
 import harness
 from bench import SHAPES
 
-CELLS = {"GRU": (torch.nn.GRU, ct.GRU), "LSTM": (torch.nn.LSTM, ct.LSTM)}
+CELLS = {"GRU": (torch.nn.GRU, ct.GRU), "LSTM": (torch.nn.LSTM, ct.LSTM),
+         "LSTMP": (torch.nn.LSTM, ct.LSTM)}   # LSTMP: proj_size = H/2, part 1 only
+
+
+def proj_size(cell, H):
+    """The LSTMP's projection width (0: none)."""
+    return H // 2 if cell == "LSTMP" else 0
 STACKS = ((1, False), (2, False), (1, True), (2, True))   # (num_layers, bidirectional)
 PACKED_T, PACKED_B, PACKED_H = 100, 64, (128, 256)
 
@@ -62,6 +68,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shapes", nargs="+", choices=("small", "medium", "large"),
                         default=["small", "medium", "large"], help="shapes of parts 1 and 3")
+    parser.add_argument("--cells", nargs="+", choices=tuple(CELLS), default=list(CELLS))
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--repeats", type=int, default=2, help="timed samples per contender")
     parser.add_argument("--quick", action="store_true",
@@ -82,9 +89,12 @@ def max_abs_diff(a, b):
 def module_pair(cell, I, H, num_layers, bidirectional):
     """torch's module (seed 0) and the cells.torch one with its state_dict, float32."""
     torch_class, cells_class = CELLS[cell]
+    options = dict(num_layers=num_layers, bidirectional=bidirectional)
+    if proj_size(cell, H):
+        options["proj_size"] = proj_size(cell, H)
     torch.manual_seed(0)
-    reference = torch_class(I, H, num_layers=num_layers, bidirectional=bidirectional)
-    module = cells_class(I, H, num_layers=num_layers, bidirectional=bidirectional)
+    reference = torch_class(I, H, **options)
+    module = cells_class(I, H, **options)
     module.load_state_dict(reference.state_dict())
     return reference, module
 
@@ -130,7 +140,7 @@ def stack_rows(cell, shape_name, num_layers, bidirectional, threads, repeats):
     reference, module = module_pair(cell, s.I, s.H, num_layers, bidirectional)
     torch.manual_seed(1)
     x = 2 * torch.rand(s.T, s.B, s.I) - 1
-    target = torch.rand(s.T, s.B, (2 if bidirectional else 1) * s.H)
+    target = torch.rand(s.T, s.B, (2 if bidirectional else 1) * (proj_size(cell, s.H) or s.H))
     contenders = [training_contender(name, m, lambda: x, target, threads)
                   for name, m in (("torch", reference), ("cells", module))]
     case = {"part": "stacks", "cell": cell, "shape": shape_name, "T": s.T, "B": s.B, "I": s.I,
@@ -279,11 +289,13 @@ def main(argv=None):
         print("  " + line)
     rows, t0 = [], time.perf_counter()
     for threads in args.threads:
-        for cell in CELLS:
+        for cell in args.cells:
             for shape_name in args.shapes:
                 for num_layers, bidirectional in STACKS:
                     rows += stack_rows(cell, shape_name, num_layers, bidirectional, threads,
                                        args.repeats)
+            if cell == "LSTMP":
+                continue
             for H in args.packed_h:
                 rows += packed_rows(cell, H, threads, args.repeats)
             for shape_name in args.shapes:

@@ -20,7 +20,8 @@ The contract of the family functions:
     family's workspace (GruWorkspace: h, gates, hc; LstmWorkspace: h, c, gates; LltmWorkspace:
     h, gates, c; RnnWorkspace: h, gates); without keep those are None;
   - a backward takes those saved arrays as `saved` (None: it runs the forward first), overwrites
-    the ones the workspace check calls consumed with gradients and leaves them read-only.
+    the ones the workspace check calls consumed with gradients and leaves them read-only; with
+    input_grad=False it skips dL/dx and returns None for it.
 
 Every family goes through the same two functions, `_forward` and `_backward`: they own the
 buffers of a call (cells/_loop.pxd documents each one) and hold BLAS at one thread meanwhile.
@@ -93,12 +94,12 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
 
 def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
               dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
-              Wproj=None, clip=np.inf, activation=0):
+              Wproj=None, clip=np.inf, activation=0, input_grad=True):
     """Run the backward time loop of `family` on `saved` = (h, gates, c, aux, m) of its forward
     with keep (c, aux, m None where the family has none, does not keep it or has no Wproj).
-    Returns (dLdx [sL, bS, nIn], dLdhI [bS, nState], dLdcI [bS, nOut] or None, dLdWx, dLdWh
-    (with W: dLdW, None), dLdb [G], dLdP like P or None, dLdWproj like Wproj or None); gates
-    and a kept aux are consumed."""
+    Returns (dLdx [sL, bS, nIn] (None without input_grad: not computed), dLdhI [bS, nState],
+    dLdcI [bS, nOut] or None, dLdWx, dLdWh (with W: dLdW, None), dLdb [G], dLdP like P or
+    None, dLdWproj like Wproj or None); gates and a kept aux are consumed."""
     sL, bS, nIn, nOut = dims
     n_gates, cell_state, has_aux, aux_kept, two_phases = _time_loop.family_buffers(family)
     G, dtype = n_gates * nOut, x.dtype
@@ -108,7 +109,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     gates = _c_order(gates)   # a copy only for a cell's gates put together by its face
     if has_aux and not aux_kept:
         aux = np.empty((sL, bS, nOut), dtype)
-    dLdx = np.empty((sL, bS, nIn), dtype)
+    dLdx = np.empty((sL, bS, nIn), dtype) if input_grad else None
     dLdhI = np.empty((bS, nState), dtype)
     dLdcI = np.empty((bS, nOut), dtype) if cell_state else None
     dLdb = np.empty(G, dtype)
@@ -169,7 +170,7 @@ def gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=
 
 
 def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n_threads,
-                 seq_len=None, fwd=True):
+                 seq_len=None, fwd=True, input_grad=True):
     """Run the GRU backward on `saved` = (h, gates, hc) from gru_forward with keep (None: run
     it first); dLdh [sL, bS, nOut], dLdhLast [bS, nOut] and dLdgates [sL, bS, 3nOut] (the
     gradients arriving at the activated gates) may each be None. Return (dLdx [sL, bS, nIn],
@@ -181,7 +182,8 @@ def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n
     _, bhc = _split_bias(b, dims[3], lbr)
     dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc, _ = _backward(
         _gru_family(lbr), dims, x, hI, (h, gates, None, hc, None), n_threads, seq_len, fwd,
-        dLdh=dLdh, dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc)
+        dLdh=dLdh, dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc,
+        input_grad=input_grad)
     return dLdx, dLdhI, dLdWx, dLdWh, _bias_grad(b, dLdbx, dLdbhc, lbr)
 
 
@@ -225,7 +227,7 @@ def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep
 
 
 def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, saved, dLdh,
-                  dLdhL, dLdcL, n_threads):
+                  dLdhL, dLdcL, n_threads, input_grad=True):
     """Run the LSTM backward on `saved` = (h, c, gates, m) from lstm_forward with keep (None:
     run it first); dLdh [sL, bS, nState], dLdhL [bS, nState] and dLdcL [bS, nOut] may each be
     None. Return (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut], dLdWr [nState, 4nOut], dLdb [4nOut]
@@ -241,7 +243,7 @@ def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, sav
     dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp, dLdWproj = _backward(
         "lstm", dims, x, _state(hI, bS, nState, x.dtype), (h, gates, c, None, m), n_threads,
         lengths, fwd, cI=_state(cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
-        Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=_kernel_clip(clip))
+        Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=_kernel_clip(clip), input_grad=input_grad)
     return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, dLdWproj
 
 
@@ -260,7 +262,7 @@ def lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
 
 
 def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads, b=None,
-                  lens=None):
+                  lens=None, input_grad=True):
     """Run the LLTM backward on `saved` = (h, gates, c) from lltm_forward with keep (None: run
     it first, on b and cI); dLdh [sL, bS, S], dLdhL and dLdcL [bS, S] may each be None. Return
     (dLdx [sL, bS, nIn], dLdW [3S, S+nIn], dLdb [3S], dLdhI, dLdcI [bS, S]); gates are
@@ -274,7 +276,8 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
     _, bS, _, S = dims
     dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _, _ = _backward(
         "lltm", dims, x, hI, (h, gates, c, None, None), n_threads, lens, fwd,
-        cI=_state(cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W)
+        cI=_state(cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W,
+        input_grad=input_grad)
     return dLdx, dLdW, dLdb, dLdhI, dLdcI
 
 
@@ -301,7 +304,7 @@ def rnn_forward(dims, x, hI, Wx, Wh, b, activation, keep, n_threads, seq_len=Non
 
 
 def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_threads,
-                 seq_len=None, fwd=True):
+                 seq_len=None, fwd=True, input_grad=True):
     """Run the RNN backward on `saved` = (h, gates) from rnn_forward with keep (None: run it
     first); dLdh [sL, bS, nOut] and dLdhLast [bS, nOut] may each be None. Return (dLdx
     [sL, bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, nOut], dLdWh [nOut, nOut], dLdb in b's
@@ -313,5 +316,6 @@ def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_th
         h, gates = saved
     dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _, _ = _backward(
         "rnn", dims, x, hI, (h, gates, None, None, None), n_threads, seq_len, fwd, dLdh=dLdh,
-        dLdhL=dLdhLast, Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation])
+        dLdhL=dLdhLast, Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation],
+        input_grad=input_grad)
     return dLdx, dLdhI, dLdWx, dLdWh, (dLdb if b.ndim == 1 else np.stack([dLdb, dLdb]))

@@ -76,7 +76,7 @@ cdef struct Loop:
     const void *dLdgates        # [sL, bS, G]        or NULL: ... at the gates (GRU block cell)
     void *d                     # [2, bS, G]         scratch: the step's recurrent-side dL/dz
     void *daux                  # [bS, nOut]         scratch: dL/daux of the step
-    void *dLdx                  # [sL, bS, nIn]      out
+    void *dLdx                  # [sL, bS, nIn]      out or NULL (not wanted)
     void *dLdhI                 # [bS, nState]       out; the carried dL/dh during the loop
     void *dLdcI                 # [bS, nOut]         out; the carried dL/dc during the loop
     void *dLdWx                 # like Wx            out (leading dimension ldw)

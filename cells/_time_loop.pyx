@@ -397,9 +397,10 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
             weight_grad(False, nOut, ns, SB, m, nOut, dh_steps + s0, nState, OVERWRITE,
                         dLdWproj + s0, nState)
 
-        # dL/dx = dz·op(Wx)ᵀ, split by input columns.
-        gemm_part(me.part, me.nparts, AS_IS, AS_IS if L.weights_transposed else TRANSPOSED,
-                  SB, nIn, G, 1, gates, G, Wx, L.ldw, OVERWRITE, dLdx, nIn)
+        # dL/dx = dz·op(Wx)ᵀ, split by input columns (unless it is not wanted).
+        if dLdx != NULL:
+            gemm_part(me.part, me.nparts, AS_IS, AS_IS if L.weights_transposed else TRANSPOSED,
+                      SB, nIn, G, 1, gates, G, Wx, L.ldw, OVERWRITE, dLdx, nIn)
         # The weight and bias gradients, this thread's unit columns of each gate block (ds,
         # free now, holds each thread's rows of prev_state_product's first steps).
         for k in range(fam.gates):
@@ -531,8 +532,8 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
              int activation=0):
     """Run the backward pass of `family` on its forward's workspace (h, c, gates, aux and m of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
-    with gradients. dLdW [G, nOut + nIn] goes with W; m, ms, dh_step, dh_steps and dLdWproj
-    with Wproj."""
+    with gradients. dLdx None skips dL/dx. dLdW [G, nOut + nIn] goes with W; m, ms, dh_step,
+    dh_steps and dLdWproj with Wproj."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
@@ -559,7 +560,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     L.ms = data(dtype, "ms", ms, S, projected, True)
     L.dh_step = data(dtype, "dh_step", dh_step, H, projected, True)
     L.dh_steps = data(dtype, "dh_steps", dh_steps, sL * H, projected, True)
-    L.dLdx = data(dtype, "dLdx", dLdx, SB * nIn, True, True)
+    L.dLdx = data(dtype, "dLdx", dLdx, SB * nIn, False, True)
     L.dLdhI = data(dtype, "dLdhI", dLdhI, H, True, True)
     L.dLdcI = data(dtype, "dLdcI", dLdcI, S, fam.cell_state, True)
     if L.weights_transposed:

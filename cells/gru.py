@@ -155,7 +155,8 @@ def gruTimeLoop(x, hI, Wx, Wh, b, *, linear_before_reset=False, seq_len=None, fo
 
 
 def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
-                  linear_before_reset=False, seq_len=None, forward=True, n_threads=None):
+                  linear_before_reset=False, seq_len=None, forward=True, input_grad=True,
+                  n_threads=None):
     """Backpropagation through time for gruTimeLoop (with the same seq_len and forward).
 
     dLdh [sL, bS, nOut] is the gradient arriving at every step's output and dLdhLast [bS, nOut]
@@ -165,9 +166,12 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
     Returns a GruGrads (dLdx [sL, bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, 3nOut],
     dLdWh [nOut, 3nOut], dLdb with b's shape); the weight gradients are summed over time, and
     dLdx is 0 at padded steps.
+    input_grad=False skips dL/dx (dLdx is then None: for a first layer whose input needs
+    no gradient).
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     fwd = check.flag("forward", forward)
+    input_grad = check.flag("input_grad", input_grad)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3,
                                         optional=("dLdh", "dLdhLast"), dLdh=dLdh,
                                         dLdhLast=dLdhLast)
@@ -179,7 +183,8 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
         _check_workspace(workspace, dims, x.dtype, lbr, lengths, fwd)
         saved = workspace.h, workspace.gates, workspace.hc
     return GruGrads(*backend.gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast,
-                                          None, resolve_n_threads(n_threads), lengths, fwd))
+                                          None, resolve_n_threads(n_threads), lengths, fwd,
+                                          input_grad))
 
 
 def gruBlockCell(x, hLast, Wru, Wc, bru, bc, *, n_threads=None):

@@ -196,7 +196,7 @@ def lltmTimeLoop(x, W, b, hI, cI, *, seq_len=None, forward=True, return_workspac
 
 
 def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=None, forward=True,
-                   workspace=None, n_threads=None):
+                   workspace=None, input_grad=True, n_threads=None):
     """Backpropagation through time for lltmTimeLoop (same x, W, b, hI, cI, seq_len, forward).
 
     dLdh [sL, bS, S] is the gradient arriving at every step's output, dLdhL and dLdcL [bS, S]
@@ -205,8 +205,11 @@ def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=Non
     Returns an LltmGrads (dLdx [sL, bS, nIn], dLdW [3S, S+nIn], dLdb [3S], dLdhI [bS, S],
     dLdcI [bS, S]); the weight gradients are summed over time, and nothing flows through padded
     steps.
+    input_grad=False skips dL/dx (dLdx is then None: for a first layer whose input needs
+    no gradient).
     """
     fwd = check.flag("forward", forward)
+    input_grad = check.flag("input_grad", input_grad)
     backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI, dLdh=dLdh, dLdhL=dLdhL,
                                 dLdcL=dLdcL)
     sL, bS, nIn, S = dims
@@ -217,7 +220,8 @@ def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=Non
         _check_workspace(workspace, dims, x.dtype, lens, fwd)
         saved = workspace.h, workspace.gates, workspace.c
     return LltmGrads(*backend.lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL,
-                                            resolve_n_threads(n_threads), b=b, lens=lens))
+                                            resolve_n_threads(n_threads), b=b, lens=lens,
+                                            input_grad=input_grad))
 
 
 # ---------------------------------------------------------------------------------------------

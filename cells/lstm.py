@@ -192,7 +192,7 @@ def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, Wproj=None, seq_len=None
 
 def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, Wp=None,
                         Wproj=None, seq_len=None, cell_clip=0.0, forward=True, workspace=None,
-                        n_threads=None):
+                        input_grad=True, n_threads=None):
     """Backpropagation through time for lstmLayerTimeLoop.
 
     dLdh [sL, bS, nOut] is the gradient arriving at every step's output, dLdhL and dLdcL
@@ -203,9 +203,12 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
     dLdWr [nOut, 4nOut], dLdb [4nOut] or None, dLdhI [bS, nOut], dLdcI [bS, nOut], dLdWp [3nOut]
     or None), as lstmLayerCellBp; with Wproj an LstmGradsWithProjection, which adds dLdWproj
     [nOut, nProj]. The weight gradients are summed over time.
+    input_grad=False skips dL/dx (dLdx is then None: for a first layer whose input needs
+    no gradient).
     """
     clip = _cell_clip(cell_clip)
     fwd = check.flag("forward", forward)
+    input_grad = check.flag("input_grad", input_grad)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3, dLdh=dLdh,
                                 dLdhL=dLdhL, dLdcL=dLdcL)
     sL, bS, _, nOut = dims
@@ -221,7 +224,7 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
         saved = workspace.h, workspace.c, workspace.gates, workspace.m
     *grads, dLdWproj = backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                              lengths, fwd, saved, dLdh, dLdhL, dLdcL,
-                                             resolve_n_threads(n_threads))
+                                             resolve_n_threads(n_threads), input_grad)
     if Wproj is None:
         return LstmGrads(*grads)
     return LstmGradsWithProjection(*grads, dLdWproj)

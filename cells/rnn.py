@@ -114,7 +114,7 @@ def rnnTimeLoop(x, hI, Wx, Wh, b, *, activation="tanh", seq_len=None, forward=Tr
 
 
 def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, activation="tanh",
-                  seq_len=None, forward=True, n_threads=None):
+                  seq_len=None, forward=True, input_grad=True, n_threads=None):
     """Backpropagation through time for rnnTimeLoop (with the same activation, seq_len and
     forward).
 
@@ -125,9 +125,12 @@ def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, acti
     Returns an RnnGrads (dLdx [sL, bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, nOut],
     dLdWh [nOut, nOut], dLdb with b's shape); the weight gradients are summed over time, and
     dLdx is 0 at padded steps.
+    input_grad=False skips dL/dx (dLdx is then None: for a first layer whose input needs
+    no gradient).
     """
     act = _activation(activation)
     fwd = check.flag("forward", forward)
+    input_grad = check.flag("input_grad", input_grad)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3,
                                         optional=("dLdh", "dLdhLast"), dLdh=dLdh,
                                         dLdhLast=dLdhLast)
@@ -141,7 +144,8 @@ def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, acti
                         activation=act, seq_len=lengths, forward=fwd)
         saved = workspace.h, workspace.gates
     return RnnGrads(*backend.rnn_backward(dims, x, hI, Wx, Wh, b, act, saved, dLdh, dLdhLast,
-                                          resolve_n_threads(n_threads), lengths, fwd))
+                                          resolve_n_threads(n_threads), lengths, fwd,
+                                          input_grad))
 
 
 # ---------------------------------------------------------------------------------------------

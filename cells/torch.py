@@ -38,7 +38,8 @@ GruWorkspace, ... arrays as tensors; empty tensors with keep_workspace=False). T
 each is the operator cells::<family>_time_loop_backward, which runs cells' *TimeLoopBp on the
 saved workspace: the Bp consumes (overwrites) the gates, so it gets a copy of them, and
 backward(retain_graph=True) can run twice. Without a kept workspace it recomputes the forward
-pass. Double backward raises a RuntimeError. The modules call these operators, so
+pass. Its last argument, input_grad, is whether x needs a gradient: without, dL/dx is not
+computed (an empty tensor). Double backward raises a RuntimeError. The modules call these operators, so
 torch.compile(model, fullgraph=True) traces models that use them.
 
 torch._dynamo refuses to trace any instance of torch.nn.GRU, LSTM or RNN unless
@@ -118,6 +119,18 @@ def _kept(buffer):
     return buffer.dim() == 3
 
 
+def _grad_tensors(grads, x):
+    """A backward pass's gradients as tensors, dL/dx first: one not computed (None, for
+    input_grad=False) as an empty tensor."""
+    dLdx, *others = grads
+    return (_no_workspace(x) if dLdx is None else _tensor(dLdx), *(_tensor(g) for g in others))
+
+
+def _dLdx_like(x, input_grad):
+    """The fake dL/dx of a backward operator: x's shape, or empty without input_grad."""
+    return x.new_empty(x.shape) if input_grad else _no_workspace(x)
+
+
 def _needed(grads, needs):
     """The gradients autograd asked for, None for the others."""
     return tuple(g if need else None for g, need in zip(grads, needs))
@@ -164,11 +177,12 @@ def _(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace):
 @torch.library.custom_op("cells::gru_time_loop_backward", mutates_args=())
 def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
                            dLdh: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
-                           h: Tensor, gates: Tensor,
-                           hc: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                           h: Tensor, gates: Tensor, hc: Tensor,
+                           input_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """cells.gruTimeLoopBp (linear_before_reset=True) on cells::gru_time_loop's workspace
     (h, gates, hc; gates and hc are copied, as the Bp consumes them; empty: the forward is
-    recomputed). Returns (dLdx, dLdhI, dLdWx, dLdWh, dLdb), shaped as x, hI, Wx, Wh, b."""
+    recomputed). Returns (dLdx, dLdhI, dLdWx, dLdWh, dLdb), shaped as x, hI, Wx, Wh, b (dLdx
+    empty without input_grad)."""
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
@@ -177,13 +191,13 @@ def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
     grads = cells.gruTimeLoopBp(
         _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
         _array("dLdh", dLdh), workspace=workspace, linear_before_reset=True, seq_len=lengths,
-        forward=forward, n_threads=torch.get_num_threads())
-    return tuple(_tensor(g) for g in grads)
+        forward=forward, input_grad=input_grad, n_threads=torch.get_num_threads())
+    return _grad_tensors(grads, x)
 
 
 @gru_time_loop_backward.register_fake
-def _(x, hI, Wx, Wh, b, dLdh, seq_len, forward, h, gates, hc):
-    return tuple(t.new_empty(t.shape) for t in (x, hI, Wx, Wh, b))
+def _(x, hI, Wx, Wh, b, dLdh, seq_len, forward, h, gates, hc, input_grad):
+    return (_dLdx_like(x, input_grad), *(t.new_empty(t.shape) for t in (hI, Wx, Wh, b)))
 
 
 def _gru_setup_context(ctx, inputs, output):
@@ -201,7 +215,7 @@ def _gru_backward(ctx, dLdh, _gates, _hc):
         return (None,) * 8
     x, hI, Wx, Wh, b, seq_len, h, gates, hc = ctx.saved_tensors
     grads = torch.ops.cells.gru_time_loop_backward(x, hI, Wx, Wh, b, dLdh, seq_len, ctx.forward,
-                                                   h, gates, hc)
+                                                   h, gates, hc, needs[0])
     return (*_needed(grads, needs), None, None, None)
 
 
@@ -250,12 +264,12 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
                             cI: Tensor, Wproj: Optional[Tensor], dLdh: Optional[Tensor],
                             dLdhL: Optional[Tensor], dLdcL: Optional[Tensor],
                             seq_len: Optional[Tensor], forward: bool, h: Tensor, c: Tensor,
-                            gates: Tensor, m: Tensor
+                            gates: Tensor, m: Tensor, input_grad: bool
                             ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """cells.lstmLayerTimeLoopBp on cells::lstm_time_loop's workspace (h, c, gates, m; gates are
     copied, as the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdWx,
-    dLdWr, dLdb, dLdhI, dLdcI, dLdWproj), shaped as x, Wx, Wr, b, hI, cI, Wproj (dLdWproj
-    empty without Wproj)."""
+    dLdWr, dLdb, dLdhI, dLdcI, dLdWproj), shaped as x, Wx, Wr, b, hI, cI, Wproj (dLdx empty
+    without input_grad, dLdWproj without Wproj)."""
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
@@ -266,15 +280,18 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
         _array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b), _array("hI", hI),
         _array("cI", cI), _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL),
         dLdcL=_array("dLdcL", dLdcL), Wproj=_array("Wproj", Wproj), seq_len=lengths,
-        forward=forward, workspace=workspace, n_threads=torch.get_num_threads())
+        forward=forward, workspace=workspace, input_grad=input_grad,
+        n_threads=torch.get_num_threads())
     dLdWproj = _no_workspace(x) if Wproj is None else _tensor(grads.dLdWproj)
-    return (*(_tensor(g) for g in grads[:6]), dLdWproj)
+    return (*_grad_tensors(grads[:6], x), dLdWproj)
 
 
 @lstm_time_loop_backward.register_fake
-def _(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL, dLdcL, seq_len, forward, h, c, gates, m):
+def _(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL, dLdcL, seq_len, forward, h, c, gates, m,
+      input_grad):
     dLdWproj = _no_workspace(x) if Wproj is None else Wproj.new_empty(Wproj.shape)
-    return (*(t.new_empty(t.shape) for t in (x, Wx, Wr, b, hI, cI)), dLdWproj)
+    return (_dLdx_like(x, input_grad), *(t.new_empty(t.shape) for t in (Wx, Wr, b, hI, cI)),
+            dLdWproj)
 
 
 def _lstm_setup_context(ctx, inputs, output):
@@ -292,7 +309,8 @@ def _lstm_backward(ctx, dLdh, dLdhL, dLdcL, _c, _gates, _m):
         return (None,) * 10
     x, Wx, Wr, b, hI, cI, Wproj, seq_len, h, c, gates, m = ctx.saved_tensors
     grads = torch.ops.cells.lstm_time_loop_backward(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL,
-                                                    dLdcL, seq_len, ctx.forward, h, c, gates, m)
+                                                    dLdcL, seq_len, ctx.forward, h, c, gates, m,
+                                                    needs[0])
     return (*_needed(grads, needs), None, None, None)
 
 
@@ -336,11 +354,11 @@ def _(x, W, b, hI, cI, seq_len, forward, keep_workspace):
 def lltm_time_loop_backward(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
                             dLdh: Optional[Tensor], dLdhL: Optional[Tensor],
                             dLdcL: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
-                            h: Tensor, gates: Tensor,
-                            c: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                            h: Tensor, gates: Tensor, c: Tensor,
+                            input_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """cells.lltmTimeLoopBp on cells::lltm_time_loop's workspace (h, gates, c; gates are
     copied, as the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdW,
-    dLdb, dLdhI, dLdcI), shaped as x, W, b, hI, cI."""
+    dLdb, dLdhI, dLdcI), shaped as x, W, b, hI, cI (dLdx empty without input_grad)."""
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
@@ -349,14 +367,14 @@ def lltm_time_loop_backward(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Ten
     grads = cells.lltmTimeLoopBp(
         _array("x", x), _array("W", W), _array("b", b), _array("hI", hI), _array("cI", cI),
         _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL), dLdcL=_array("dLdcL", dLdcL),
-        seq_len=lengths, forward=forward, workspace=workspace,
+        seq_len=lengths, forward=forward, workspace=workspace, input_grad=input_grad,
         n_threads=torch.get_num_threads())
-    return tuple(_tensor(g) for g in grads)
+    return _grad_tensors(grads, x)
 
 
 @lltm_time_loop_backward.register_fake
-def _(x, W, b, hI, cI, dLdh, dLdhL, dLdcL, seq_len, forward, h, gates, c):
-    return tuple(t.new_empty(t.shape) for t in (x, W, b, hI, cI))
+def _(x, W, b, hI, cI, dLdh, dLdhL, dLdcL, seq_len, forward, h, gates, c, input_grad):
+    return (_dLdx_like(x, input_grad), *(t.new_empty(t.shape) for t in (W, b, hI, cI)))
 
 
 def _lltm_setup_context(ctx, inputs, output):
@@ -374,7 +392,7 @@ def _lltm_backward(ctx, dLdh, dLdhL, dLdcL, _gates, _c):
         return (None,) * 8
     x, W, b, hI, cI, seq_len, h, gates, c = ctx.saved_tensors
     grads = torch.ops.cells.lltm_time_loop_backward(x, W, b, hI, cI, dLdh, dLdhL, dLdcL,
-                                                    seq_len, ctx.forward, h, gates, c)
+                                                    seq_len, ctx.forward, h, gates, c, needs[0])
     return (*_needed(grads, needs), None, None, None)
 
 
@@ -413,11 +431,11 @@ def _(x, hI, Wx, Wh, b, activation, seq_len, forward, keep_workspace):
 @torch.library.custom_op("cells::rnn_time_loop_backward", mutates_args=())
 def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
                            dLdh: Optional[Tensor], activation: str, seq_len: Optional[Tensor],
-                           forward: bool, h: Tensor,
-                           gates: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                           forward: bool, h: Tensor, gates: Tensor,
+                           input_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """cells.rnnTimeLoopBp on cells::rnn_time_loop's workspace (h, gates; gates are copied, as
     the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdhI, dLdWx,
-    dLdWh, dLdb), shaped as x, hI, Wx, Wh, b."""
+    dLdWh, dLdb), shaped as x, hI, Wx, Wh, b (dLdx empty without input_grad)."""
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
@@ -426,13 +444,13 @@ def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
     grads = cells.rnnTimeLoopBp(
         _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
         _array("dLdh", dLdh), workspace=workspace, activation=activation, seq_len=lengths,
-        forward=forward, n_threads=torch.get_num_threads())
-    return tuple(_tensor(g) for g in grads)
+        forward=forward, input_grad=input_grad, n_threads=torch.get_num_threads())
+    return _grad_tensors(grads, x)
 
 
 @rnn_time_loop_backward.register_fake
-def _(x, hI, Wx, Wh, b, dLdh, activation, seq_len, forward, h, gates):
-    return tuple(t.new_empty(t.shape) for t in (x, hI, Wx, Wh, b))
+def _(x, hI, Wx, Wh, b, dLdh, activation, seq_len, forward, h, gates, input_grad):
+    return (_dLdx_like(x, input_grad), *(t.new_empty(t.shape) for t in (hI, Wx, Wh, b)))
 
 
 def _rnn_setup_context(ctx, inputs, output):
@@ -451,7 +469,7 @@ def _rnn_backward(ctx, dLdh, _gates):
     x, hI, Wx, Wh, b, seq_len, h, gates = ctx.saved_tensors
     activation, forward = ctx.options
     grads = torch.ops.cells.rnn_time_loop_backward(x, hI, Wx, Wh, b, dLdh, activation, seq_len,
-                                                   forward, h, gates)
+                                                   forward, h, gates, needs[0])
     return (*_needed(grads, needs), None, None, None, None)
 
 
