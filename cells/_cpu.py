@@ -53,10 +53,11 @@ def _c_order(a):
 # ---------------------------------------------------------------------------------------------
 
 def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
-             W=None, b=None, P=None, clip=np.inf, activation=0, gh=None):
+             W=None, b=None, P=None, clip=np.inf, activation=0,
+             lstm_acts=_time_loop.LSTM_ACTIVATIONS, gh=None):
     """Run the forward time loop of `family` (a key of _time_loop.FAMILIES) with its weights
-    (Wx and Wh, or W in PyTorch's layout), b, P, clip and activation as _time_loop.forward takes
-    them. Returns (h [sL, bS, nOut], hL, cL [bS, nOut] (cL None without a cell state), gates, c,
+    (Wx and Wh, or W in PyTorch's layout), b, P, clip, activation and lstm_acts as
+    _time_loop.forward takes them. Returns (h [sL, bS, nOut], hL, cL [bS, nOut] (cL None without a cell state), gates, c,
     aux): with keep, every step's gates [sL, bS, G], c [sL, bS, nOut] (families with a cell
     state) and aux [sL, bS, nOut] (families that keep it), else None. `gh` [bS, G], when given,
     keeps the last step's recurrent products (the LLTM: its pre-activations)."""
@@ -74,7 +75,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, keep=keep,
             n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
             Wx=_c_order(Wx), Wh=_c_order(Wh), W=_c_order(W), b=_c_order(b), P=_c_order(P),
-            clip=clip, activation=activation,
+            clip=clip, activation=activation, lstm_acts=lstm_acts,
             # Training: every step's gates overwrite its own input projection.
             gx=gates if keep else np.empty((sL, bS, G), dtype),
             gh=np.empty((bS, G), dtype) if gh is None else gh,
@@ -88,7 +89,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
 
 def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
               dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
-              clip=np.inf, activation=0):
+              clip=np.inf, activation=0, lstm_acts=_time_loop.LSTM_ACTIVATIONS):
     """Run the backward time loop of `family` on `saved` = (h, gates, c, aux) of its forward
     with keep (c, aux None where the family has none or does not keep it). Returns (dLdx
     [sL, bS, nIn], dLdhI [bS, nOut], dLdcI [bS, nOut] or None, dLdWx, dLdWh (with W: dLdW,
@@ -113,7 +114,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, n_threads=n_threads,
             x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), Wx=_c_order(Wx), Wh=_c_order(Wh),
             W=_c_order(W), P=_c_order(P), clip=clip, activation=activation,
-            h=_c_order(h), c=_c_order(c), gates=gates, aux=aux, dLdh=_c_order(dLdh),
+            lstm_acts=lstm_acts, h=_c_order(h), c=_c_order(c), gates=gates, aux=aux, dLdh=_c_order(dLdh),
             dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
             d=np.empty((2, bS, G), dtype),
             daux=np.empty((bS, nOut), dtype) if two_phases else None,
@@ -198,34 +199,38 @@ def _kernel_clip(cell_clip):
     return cell_clip if cell_clip > 0 else np.inf
 
 
-def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, keep, n_threads):
-    """Run the LSTM forward (b, hI, cI, Wp may be None; clip is cell_clip, 0: none); return
-    (h [sL, bS, nOut], hL, cL [bS, nOut], c [sL, bS, nOut], gates [sL, bS, 4nOut]): with keep,
-    c and gates are every step's; without, both are None."""
+def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, keep, n_threads,
+                 acts=_time_loop.LSTM_ACTIVATIONS):
+    """Run the LSTM forward (b, hI, cI, Wp may be None; clip is cell_clip, 0: none; acts the
+    (code, alpha, beta) of the gate, cell and output activations); return (h [sL, bS, nOut],
+    hL, cL [bS, nOut], c [sL, bS, nOut], gates [sL, bS, 4nOut]): with keep, c and gates are
+    every step's; without, both are None."""
     _, bS, _, nOut = dims
     h, hL, cL, gates, c, _ = _forward(
         "lstm", dims, x, _state(hI, bS, nOut, x.dtype), keep, n_threads, lengths, fwd,
-        cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, clip=_kernel_clip(clip))
+        cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, clip=_kernel_clip(clip),
+        lstm_acts=acts)
     return h, hL, cL, c, gates
 
 
 def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd, saved, dLdh, dLdhL, dLdcL,
-                  n_threads):
-    """Run the LSTM backward on `saved` = (h, c, gates) from lstm_forward with keep (None: run
-    it first); dLdh [sL, bS, nOut], dLdhL and dLdcL [bS, nOut] may each be None. Return
+                  n_threads, acts=_time_loop.LSTM_ACTIVATIONS):
+    """Run the LSTM backward on `saved` = (h, c, gates) from lstm_forward with keep and the same
+    acts (None: run it first); dLdh [sL, bS, nOut], dLdhL and dLdcL [bS, nOut] may each be
+    None. Return
     (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut], dLdWr [nOut, 4nOut], dLdb [4nOut] (None when b is
     None), dLdhI, dLdcI [bS, nOut], dLdWp [3nOut] (None when Wp is None)); gates are
     consumed."""
     _, bS, _, nOut = dims
     if saved is None:
         h, _, _, c, gates = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd,
-                                         True, n_threads)
+                                         True, n_threads, acts)
     else:
         h, c, gates = saved
     dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp = _backward(
         "lstm", dims, x, _state(hI, bS, nOut, x.dtype), (h, gates, c, None), n_threads,
         lengths, fwd, cI=_state(cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
-        Wx=Wx, Wh=Wr, P=Wp, clip=_kernel_clip(clip))
+        Wx=Wx, Wh=Wr, P=Wp, clip=_kernel_clip(clip), lstm_acts=acts)
     return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp
 
 
@@ -266,7 +271,7 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
 # RNN
 # ---------------------------------------------------------------------------------------------
 
-# The time loop's activation codes (include/cells/rnn.h).
+# The time loop's activation codes (include/cells/activations.h: libnd4j's).
 RNN_ACTIVATIONS = {"tanh": 0, "relu": 1}
 
 

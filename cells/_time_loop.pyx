@@ -37,7 +37,7 @@ from libc.stdint cimport int64_t
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm_part, real
 from cells._families cimport (
-    CELLS_GRU_LINEAR_BEFORE_RESET, CELLS_GRU_RESET_BEFORE, CELLS_LLTM, CELLS_LSTM, CELLS_RNN,
+    CELLS_ACTIVATIONS, CELLS_GRU_LINEAR_BEFORE_RESET, CELLS_GRU_RESET_BEFORE, CELLS_LLTM, CELLS_LSTM, CELLS_RNN,
     backward_step, cells_families, cells_family_info, forward_step,
 )
 from cells._loop cimport Loop
@@ -60,6 +60,10 @@ FAMILIES = {
     "lltm": CELLS_LLTM,
     "rnn": CELLS_RNN,
 }
+
+# The LSTM's default activations, (code, alpha, beta) of the gates i, f, o, of the candidate
+# and of the output (libnd4j's codes, include/cells/activations.h): σ, tanh, tanh.
+LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,13 +391,20 @@ cdef void *data(dtype, str name, a, Py_ssize_t size, bint required=False,
 cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_t bS,
                                     Py_ssize_t nIn, Py_ssize_t nOut, seq_len, bint forward,
                                     int n_threads, dtype, Wx, Wh, W, P, double clip,
-                                    int activation) except *:
+                                    int activation, lstm_acts) except *:
     """Fill in L's sizes, options and weights; return the family's row of the table."""
     L.family = FAMILIES[family]
     cdef cells_family_info fam = cells_families[L.family]
     L.sL, L.bS, L.nIn, L.nOut, L.G = sL, bS, nIn, nOut, fam.gates * nOut
     L.forward, L.n_threads = forward, n_threads
     L.options.clip, L.options.activation = clip, activation
+    for code, _, _ in lstm_acts:
+        if not 0 <= code < CELLS_ACTIVATIONS:
+            raise ValueError(f"internal: activation code {code} is not in "
+                             f"[0, {CELLS_ACTIVATIONS})")
+    (L.options.gate_act.code, L.options.gate_act.alpha, L.options.gate_act.beta), \
+        (L.options.cell_act.code, L.options.cell_act.alpha, L.options.cell_act.beta), \
+        (L.options.out_act.code, L.options.out_act.alpha, L.options.out_act.beta) = lstm_acts
     L.seq_len = NULL
     if seq_len is not None:
         if (not isinstance(seq_len, np.ndarray) or seq_len.dtype != np.int64
@@ -419,15 +430,18 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
 def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut, *,
             seq_len, bint forward, bint keep, int n_threads, x, hI, Wx=None, Wh=None, W=None,
             b=None, P=None, cI=None, gx, gh, hs, cs=None, gates, c=None, aux=None, h, hL=None,
-            cL=None, double clip=INFINITY, int activation=0):
+            cL=None, double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
     """Run the forward pass of `family` (a key of FAMILIES) on the arrays that cells/_loop.pxd
     names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces Wx and Wh (the LLTM).
+    clip and lstm_acts (LSTM_ACTIVATIONS' layout) are the LSTM's options, activation the RNN's
+    code (include/cells/step.h).
     With keep, gates, c and a kept aux are [sL, ...]; without, gates and aux are one step's
     scratch ([bS, ...]) and c is not given."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, seq_len, forward,
-                                      n_threads, dtype, Wx, Wh, W, P, clip, activation)
+                                      n_threads, dtype, Wx, Wh, W, P, clip, activation,
+                                      lstm_acts)
     cdef Py_ssize_t G = L.G, S = bS * nOut, steps = sL if keep else 1
     L.keep = keep
     L.b = data(dtype, "b", b, G)
@@ -456,14 +470,16 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
              seq_len, bint forward, int n_threads, x, hI, Wx=None, Wh=None, W=None, P=None,
              cI=None, h, c=None, gates, aux=None, dLdh=None, dLdhL=None, dLdcL=None,
              dLdgates=None, d, daux=None, dLdx, dLdhI, dLdcI=None, dLdWx=None, dLdWh=None,
-             dLdW=None, dLdb=None, dLdP=None, double clip=INFINITY, int activation=0):
+             dLdW=None, dLdb=None, dLdP=None, double clip=INFINITY, int activation=0,
+             lstm_acts=LSTM_ACTIVATIONS):
     """Run the backward pass of `family` on its forward's workspace (h, c, gates and aux of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
     with gradients. dLdW [G, nOut + nIn] goes with W."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, seq_len, forward,
-                                      n_threads, dtype, Wx, Wh, W, P, clip, activation)
+                                      n_threads, dtype, Wx, Wh, W, P, clip, activation,
+                                      lstm_acts)
     cdef Py_ssize_t G = L.G, S = bS * nOut, SB = sL * bS
     cdef bint two_phases = fam.h_blocks < fam.gates
     L.keep = True

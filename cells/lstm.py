@@ -15,6 +15,15 @@ products are row-vector (z = x·W), and the optional peephole weights Wp [3nOut]
 Wx [nIn, 4nOut], Wr [nOut, 4nOut], b [4nOut] or None (no bias), hI and cI [bS, nOut] or None
 (zeros). Clipping passes no gradient to the elements it clips (|f∘cI + i∘g| >= cell_clip).
 
+The activations σ, tanh, tanh are the defaults of libnd4j's gateAct (i, f and o), cellAct (g)
+and outAct (tanh(c) in h); every function takes any of libnd4j's instead, by its code
+(ACTIVATIONS: 0 tanh, 1 relu, 2 sigmoid, 3 affine α·z + β, 4 leaky relu (slope α below 0),
+5 thresholded relu (z where z > α, else 0), 6 scaled tanh α·tanh(β·z), 7 hard sigmoid
+min(1, max(0, 0.2·z + 0.5)), 8 ELU (α·(e^z - 1) below 0), 9 softsign z/(1 + |z|), 10 softplus
+log(1 + e^z)) and its alpha and beta (used by the codes that name them): the keywords gate_act,
+gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act, out_alpha, out_beta. The
+gradients use libnd4j's derivatives at the kinks (include/cells/activations_impl.h).
+
 Sequences are time-major, x [sL, bS, nIn]. With seq_len [bS] (integers in [0, sL]) row b runs
 only its first seq_len[b] time steps; its outputs after them are 0 and its final state is the
 state after its last valid step (hI, cI when seq_len[b] = 0). forward=False runs each row's
@@ -33,6 +42,10 @@ import numpy as np
 from cells import _validate as check
 from cells._threads import resolve_n_threads
 
+# libnd4j's activation codes, in order (include/cells/activations.h).
+ACTIVATIONS = ("tanh", "relu", "sigmoid", "affine", "leaky_relu", "thresholded_relu",
+               "scaled_tanh", "hard_sigmoid", "elu", "softsign", "softplus")
+
 
 class LstmWorkspace(NamedTuple):
     """What lstmLayerTimeLoop(..., return_workspace=True) keeps for lstmLayerTimeLoopBp.
@@ -40,12 +53,15 @@ class LstmWorkspace(NamedTuple):
     Per step it holds 6nOut values per batch row, indexed by time (0 at a row's padded steps):
       h     [sL, bS, nOut]   the outputs (the array lstmLayerTimeLoop returns)
       c     [sL, bS, nOut]   the cell states (after clipping)
-      gates [sL, bS, 4nOut]  the activated i, f, g, o
+      gates [sL, bS, 4nOut]  the activated i, f, g, o (the pre-activation instead, for a gate
+                             whose activation's derivative needs it: leaky and thresholded
+                             relu, scaled tanh, hard sigmoid, ELU, softplus)
     and the configuration it was made with, which lstmLayerTimeLoopBp checks against its own:
-      seq_len    int64 [bS] or None
-      forward    bool
-      cell_clip  float
-      peepholes  bool (whether Wp was given)
+      seq_len      int64 [bS] or None
+      forward      bool
+      cell_clip    float
+      peepholes    bool (whether Wp was given)
+      activations  ((gate_act, gate_alpha, gate_beta), (cell_act, ...), (out_act, ...))
 
     lstmLayerTimeLoopBp consumes it: to keep a training step's memory at the workspace, it
     overwrites gates with gradients and leaves them read-only. A second backward pass needs a new
@@ -59,6 +75,7 @@ class LstmWorkspace(NamedTuple):
     forward: bool
     cell_clip: float
     peepholes: bool
+    activations: tuple
 
 
 class LstmCellResult(NamedTuple):
@@ -102,21 +119,27 @@ class LstmGrads(NamedTuple):
     dLdWp: Optional[np.ndarray]
 
 
-def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, n_threads=None):
+def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, gate_act=2, gate_alpha=0.0,
+                  gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0, out_act=0,
+                  out_alpha=0.0, out_beta=0.0, n_threads=None):
     """One LSTM step.
 
     x [bS, nIn], Wx [nIn, 4nOut], Wr [nOut, 4nOut], b [4nOut] or None, hI and cI [bS, nOut] or
-    None (zeros), Wp [3nOut] or None. Returns an LstmCellResult (h, c), each [bS, nOut].
+    None (zeros), Wp [3nOut] or None; the activations as in the module docstring. Returns an
+    LstmCellResult (h, c), each [bS, nOut].
     """
     clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=2)
     _, hL, cL, _, _ = backend.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, clip, None,
-                                           True, False, resolve_n_threads(n_threads))
+                                           True, False, resolve_n_threads(n_threads), acts)
     return LstmCellResult(hL, cL)
 
 
-def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0,
-                    n_threads=None):
+def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0, gate_act=2,
+                    gate_alpha=0.0, gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0,
+                    out_act=0, out_alpha=0.0, out_beta=0.0, n_threads=None):
     """Gradients of one LSTM step (the forward is recomputed).
 
     dLdh and dLdc [bS, nOut] are the gradients arriving at the outputs h and c (either may be
@@ -126,18 +149,23 @@ def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0,
     None (zeros).
     """
     clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=2, dLdh=dLdh, dLdc=dLdc)
     _, bS, _, nOut = dims
     for name, g in (("dLdh", dLdh), ("dLdc", dLdc)):
         if g is not None:
             check.shape(name, g, (bS, nOut), "[bS, nOut]")
     dLdx, *grads = backend.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, clip, None, True,
-                                         None, None, dLdh, dLdc, resolve_n_threads(n_threads))
+                                         None, None, dLdh, dLdc, resolve_n_threads(n_threads),
+                                         acts)
     return LstmGrads(dLdx[0], *grads)
 
 
 def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, seq_len=None, cell_clip=0.0,
-                      forward=True, return_workspace=False, n_threads=None):
+                      gate_act=2, gate_alpha=0.0, gate_beta=0.0, cell_act=0, cell_alpha=0.0,
+                      cell_beta=0.0, out_act=0, out_alpha=0.0, out_beta=0.0, forward=True,
+                      return_workspace=False, n_threads=None):
     """LSTM over a sequence.
 
     x [sL, bS, nIn] (time-major, as libnd4j), the rest as lstmLayerCell; seq_len [bS] or None
@@ -147,22 +175,25 @@ def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, seq_len=None, cell_clip=
     LstmWorkspace that lets lstmLayerTimeLoopBp skip recomputing this forward pass.
     """
     clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1])
     h, hL, cL, c, gates = backend.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths,
-                                               fwd, keep, resolve_n_threads(n_threads))
+                                               fwd, keep, resolve_n_threads(n_threads), acts)
     if not keep:
         return LstmTimeLoopResult(h, hL, cL)
     ws = LstmWorkspace(h, c, gates, None if lengths is None else lengths.copy(), fwd, clip,
-                       Wp is not None)
+                       Wp is not None, acts)
     return LstmTimeLoopWithWorkspace(h, hL, cL, ws)
 
 
 def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, Wp=None,
-                        seq_len=None, cell_clip=0.0, forward=True, workspace=None,
-                        n_threads=None):
+                        seq_len=None, cell_clip=0.0, gate_act=2, gate_alpha=0.0, gate_beta=0.0,
+                        cell_act=0, cell_alpha=0.0, cell_beta=0.0, out_act=0, out_alpha=0.0,
+                        out_beta=0.0, forward=True, workspace=None, n_threads=None):
     """Backpropagation through time for lstmLayerTimeLoop.
 
     dLdh [sL, bS, nOut] is the gradient arriving at every step's output, dLdhL and dLdcL
@@ -173,6 +204,8 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
     or None), as lstmLayerCellBp; the weight gradients are summed over time.
     """
     clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
     fwd = check.flag("forward", forward)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim=3, dLdh=dLdh, dLdhL=dLdhL,
                                 dLdcL=dLdcL)
@@ -181,11 +214,11 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
     lengths = check.seq_len(seq_len, sL, bS)
     saved = None
     if workspace is not None:
-        _check_workspace(workspace, dims, x.dtype, lengths, fwd, clip, Wp is not None)
+        _check_workspace(workspace, dims, x.dtype, lengths, fwd, clip, Wp is not None, acts)
         saved = workspace.h, workspace.c, workspace.gates
     return LstmGrads(*backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, clip, lengths, fwd,
                                             saved, dLdh, dLdhL, dLdcL,
-                                            resolve_n_threads(n_threads)))
+                                            resolve_n_threads(n_threads), acts))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,6 +232,28 @@ def _cell_clip(value):
     if not float(value) >= 0:
         raise ValueError(f"cell_clip: expected a float >= 0, got {value!r}")
     return float(value)
+
+
+def _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act,
+                 out_alpha, out_beta):
+    """The activations ((code, alpha, beta) of the gates, the candidate, the output) from their
+    keywords: each code an int of ACTIVATIONS, each alpha and beta a real number."""
+    acts = []
+    codes = ", ".join(f"{k} {a}" for k, a in enumerate(ACTIVATIONS))
+    for name, code, alpha, beta in (("gate", gate_act, gate_alpha, gate_beta),
+                                    ("cell", cell_act, cell_alpha, cell_beta),
+                                    ("out", out_act, out_alpha, out_beta)):
+        if isinstance(code, (bool, np.bool_)) or not isinstance(code, numbers.Integral):
+            raise TypeError(f"{name}_act: expected an activation code, an int ({codes}), "
+                            f"got {code!r}")
+        if not 0 <= code < len(ACTIVATIONS):
+            raise ValueError(f"{name}_act: expected an activation code in [0, "
+                             f"{len(ACTIVATIONS) - 1}] ({codes}), got {code}")
+        for param, value in (("alpha", alpha), ("beta", beta)):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{name}_{param}: expected a float, got {value!r}")
+        acts.append((int(code), float(alpha), float(beta)))
+    return tuple(acts)
 
 
 def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim, **grads):
@@ -223,9 +278,9 @@ def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim, **grads):
     return backend, (sL, bS, nIn, nOut)
 
 
-def _check_workspace(ws, dims, dtype, lengths, fwd, clip, peepholes):
+def _check_workspace(ws, dims, dtype, lengths, fwd, clip, peepholes, acts):
     sL, bS, _, nOut = dims
     check.workspace(ws, LstmWorkspace, "lstmLayerTimeLoopBp", dtype, "x and Wr",
                     {"h": (sL, bS, nOut), "c": (sL, bS, nOut), "gates": (sL, bS, 4 * nOut)},
                     ("gates",), seq_len=lengths, forward=fwd, cell_clip=clip,
-                    peepholes=peepholes)
+                    peepholes=peepholes, activations=acts)

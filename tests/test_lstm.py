@@ -311,9 +311,9 @@ def test_reverse_is_forward_on_reversed_time(dtype):
 @pytest.mark.parametrize("sL,bS,n_in,seq_len", [(4, 3, 5, [4, 0, 2]), (4, 3, 5, None),
                                                 (0, 3, 5, [0, 0, 0]), (3, 0, 2, None)])
 def test_workspace_layout_and_use(dtype, forward, sL, bS, n_in, seq_len):
-    """LstmWorkspace(h, c, gates, seq_len, forward, cell_clip, peepholes): h the returned
-    outputs, c the (clipped) cell states, gates (i, f, g, o), all tau-indexed with zeros at padded
-    steps; the backward from it equals the one that recomputes the forward."""
+    """LstmWorkspace(h, c, gates, seq_len, forward, cell_clip, peepholes, activations): h the
+    returned outputs, c the (clipped) cell states, gates (i, f, g, o), all tau-indexed with zeros
+    at padded steps; the backward from it equals the one that recomputes the forward."""
     H = 6
     p = _problem(8700 + sL, sL, bS, n_in, H, True, dtype)
     lengths = None if seq_len is None else np.array(seq_len)
@@ -322,7 +322,8 @@ def test_workspace_layout_and_use(dtype, forward, sL, bS, n_in, seq_len):
     assert isinstance(out, tuple) and len(out) == 4
     h, hL, cL, ws = out
     assert isinstance(ws, cells.LstmWorkspace)
-    assert ws._fields == ("h", "c", "gates", "seq_len", "forward", "cell_clip", "peepholes")
+    assert ws._fields == ("h", "c", "gates", "seq_len", "forward", "cell_clip", "peepholes",
+                          "activations")
     np.testing.assert_array_equal(ws.h, h)
     plain = cells.lstmLayerTimeLoop(*_args(p), **opts)
     for a, b in zip((h, hL, cL), plain):
