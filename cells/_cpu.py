@@ -56,8 +56,8 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
              W=None, b=None, P=None, clip=np.inf, activation=0,
              lstm_acts=_time_loop.LSTM_ACTIVATIONS, gh=None):
     """Run the forward time loop of `family` (a key of _time_loop.FAMILIES) with its weights
-    (Wx and Wh, or W in PyTorch's layout), b, P, clip, activation and lstm_acts as
-    _time_loop.forward takes them. Returns (h [sL, bS, nOut], hL, cL [bS, nOut] (cL None without a cell state), gates, c,
+    (Wx and Wh, or W in PyTorch's layout), b, P, clip and activation as _time_loop.forward takes
+    them. Returns (h [sL, bS, nOut], hL, cL [bS, nOut] (cL None without a cell state), gates, c,
     aux): with keep, every step's gates [sL, bS, G], c [sL, bS, nOut] (families with a cell
     state) and aux [sL, bS, nOut] (families that keep it), else None. `gh` [bS, G], when given,
     keeps the last step's recurrent products (the LLTM: its pre-activations)."""
@@ -114,7 +114,8 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, n_threads=n_threads,
             x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), Wx=_c_order(Wx), Wh=_c_order(Wh),
             W=_c_order(W), P=_c_order(P), clip=clip, activation=activation,
-            lstm_acts=lstm_acts, h=_c_order(h), c=_c_order(c), gates=gates, aux=aux, dLdh=_c_order(dLdh),
+            lstm_acts=lstm_acts,
+            h=_c_order(h), c=_c_order(c), gates=gates, aux=aux, dLdh=_c_order(dLdh),
             dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
             d=np.empty((2, bS, G), dtype),
             daux=np.empty((bS, nOut), dtype) if two_phases else None,

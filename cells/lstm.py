@@ -45,6 +45,7 @@ from cells._threads import resolve_n_threads
 # libnd4j's activation codes, in order (include/cells/activations.h).
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "affine", "leaky_relu", "thresholded_relu",
                "scaled_tanh", "hard_sigmoid", "elu", "softsign", "softplus")
+_CODES = ", ".join(f"{code} {name}" for code, name in enumerate(ACTIVATIONS))
 
 
 class LstmWorkspace(NamedTuple):
@@ -237,23 +238,25 @@ def _cell_clip(value):
 def _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act,
                  out_alpha, out_beta):
     """The activations ((code, alpha, beta) of the gates, the candidate, the output) from their
-    keywords: each code an int of ACTIVATIONS, each alpha and beta a real number."""
-    acts = []
-    codes = ", ".join(f"{k} {a}" for k, a in enumerate(ACTIVATIONS))
-    for name, code, alpha, beta in (("gate", gate_act, gate_alpha, gate_beta),
-                                    ("cell", cell_act, cell_alpha, cell_beta),
-                                    ("out", out_act, out_alpha, out_beta)):
-        if isinstance(code, (bool, np.bool_)) or not isinstance(code, numbers.Integral):
-            raise TypeError(f"{name}_act: expected an activation code, an int ({codes}), "
-                            f"got {code!r}")
-        if not 0 <= code < len(ACTIVATIONS):
-            raise ValueError(f"{name}_act: expected an activation code in [0, "
-                             f"{len(ACTIVATIONS) - 1}] ({codes}), got {code}")
-        for param, value in (("alpha", alpha), ("beta", beta)):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{name}_{param}: expected a float, got {value!r}")
-        acts.append((int(code), float(alpha), float(beta)))
-    return tuple(acts)
+    keywords."""
+    return (activation("gate_act", gate_act, "gate_alpha", gate_alpha, "gate_beta", gate_beta),
+            activation("cell_act", cell_act, "cell_alpha", cell_alpha, "cell_beta", cell_beta),
+            activation("out_act", out_act, "out_alpha", out_alpha, "out_beta", out_beta))
+
+
+def activation(code_name, code, alpha_name, alpha, beta_name, beta):
+    """(code, alpha, beta) of one activation, checked: the code an int of ACTIVATIONS, alpha
+    and beta real numbers; the names are the arguments' (for the messages)."""
+    if isinstance(code, (bool, np.bool_)) or not isinstance(code, numbers.Integral):
+        raise TypeError(f"{code_name}: expected an activation code, an int ({_CODES}), "
+                        f"got {code!r}")
+    if not 0 <= code < len(ACTIVATIONS):
+        raise ValueError(f"{code_name}: expected an activation code in "
+                         f"[0, {len(ACTIVATIONS) - 1}] ({_CODES}), got {code}")
+    for name, value in ((alpha_name, alpha), (beta_name, beta)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name}: expected a float, got {value!r}")
+    return int(code), float(alpha), float(beta)
 
 
 def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, x_ndim, **grads):

@@ -132,7 +132,7 @@ CELLS_ROW FN(lstm_bp_row)(
  * a pre-activation, and computes out_act's value and derivative from c. */
 
 /* As lstm_row; c and h are scratch until their last pass. */
-CELLS_FN void FN(lstm_act_row)(
+CELLS_ROW FN(lstm_act_row)(
         const cells_step_options *opt, ptrdiff_t n,
         const REAL *xi, const REAL *xf, const REAL *xg, const REAL *xo,
         const REAL *CELLS_RESTRICT hi, const REAL *CELLS_RESTRICT hf,
@@ -184,7 +184,7 @@ CELLS_FN void FN(lstm_act_row)(
 
 /* As lstm_bp_row, on the gates lstm_act_row kept; dzi, dzf, dzg and dh are scratch until their
  * last pass. */
-CELLS_FN void FN(lstm_act_bp_row)(
+CELLS_ROW FN(lstm_act_bp_row)(
         const cells_step_options *opt, ptrdiff_t n,
         const REAL *CELLS_RESTRICT dLdh,                                /* or NULL */
         const REAL *CELLS_RESTRICT i, const REAL *CELLS_RESTRICT f,
