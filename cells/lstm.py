@@ -41,6 +41,7 @@ import numpy as np
 
 from cells import _validate as check
 from cells._threads import resolve_n_threads
+from cells._time_loop import LSTM_ACTIVATIONS
 
 # libnd4j's activation codes, in order (include/cells/activations.h).
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "affine", "leaky_relu", "thresholded_relu",
@@ -62,7 +63,8 @@ class LstmWorkspace(NamedTuple):
       forward      bool
       cell_clip    float
       peepholes    bool (whether Wp was given)
-      activations  ((gate_act, gate_alpha, gate_beta), (cell_act, ...), (out_act, ...))
+      activations  ((gate_act, gate_alpha, gate_beta), (cell_act, ...), (out_act, ...));
+                   the defaults' (σ, tanh, tanh) when not given
 
     lstmLayerTimeLoopBp consumes it: to keep a training step's memory at the workspace, it
     overwrites gates with gradients and leaves them read-only. A second backward pass needs a new
@@ -76,7 +78,7 @@ class LstmWorkspace(NamedTuple):
     forward: bool
     cell_clip: float
     peepholes: bool
-    activations: tuple
+    activations: tuple = LSTM_ACTIVATIONS
 
 
 class LstmCellResult(NamedTuple):
