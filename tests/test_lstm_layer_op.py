@@ -488,6 +488,40 @@ def test_alpha_beta_and_cell_clip_are_rounded_to_float32():
     assert np.abs(h - cells.lstmLayerTimeLoop(*args, Wp=p["Wp"], **exact).h).max() > 1e-9
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("code", range(11))
+def test_derivatives_are_libnd4j_s_at_the_kinks_too(code, dtype):
+    """Every code's derivative at points that include its kinks (the note's table: relu 0 at 0,
+    leaky relu and ELU 1 at 0, thresholded relu 0 at alpha, hard sigmoid 0.2 at +-2.5), as the
+    output gate's activation and as the candidate's: with x = hI = cI = 0 and no weights, the
+    pre-activations are b, one point per unit."""
+    alpha, beta = ALPHA_BETA.get(code, (0.0, 0.0))
+    a, bt = float(np.float32(alpha)), float(np.float32(beta))   # the op's (float32)
+    points = np.array([-3.0, -2.5, -0.5, 0.0, a, 0.7, 2.5, 3.0])
+    n = len(points)
+    grad = REF_ACTS[code][1](points, a, bt)
+    zeros = [np.zeros(shape, dtype) for shape in ((1, 1, 1), (1, 4 * n), (n, 4 * n))]
+    away = np.full(n, 1.0)                # i, f (and g or o) away from any kink
+    # float32: a derivative computed from the activated value (1 - a², a(1 - a)) has an
+    # absolute error of a few float32 ulps of 1
+    rtol, atol = (1e-12, 0.0) if dtype == np.float64 else (1e-5, 2e-7)
+    for place in ("gate", "cell"):
+        b = np.concatenate([away, away, 0.5 * away, points] if place == "gate"
+                           else [away, away, points, 0.5 * away]).astype(dtype)
+        acts = {"gateAct": code if place == "gate" else 2, "gateAlpha": alpha,
+                "gateBeta": beta, "cellAct": code if place == "cell" else 0,
+                "cellAlpha": alpha, "cellBeta": beta}
+        c = cells.lstmLayer(*zeros, b, **acts, retFullSeq=False, retLastC=True)[0][0]
+        if place == "gate":   # L = sum(h): dL/db_o = tanh(c)·act'(z_o)
+            g = cells.lstmLayer_bp(*zeros, b, dLdh=1.0, **acts)
+            got, expected = g.dLdb[3 * n:], np.tanh(c) * grad
+        else:                 # L = sum(cL): dL/db_g = σ(z_i)·act'(z_g)
+            g = cells.lstmLayer_bp(*zeros, b, dLdcL=1.0, retFullSeq=False, retLastC=True,
+                                   **acts)
+            got, expected = g.dLdb[2 * n:3 * n], ref_act((2, 0.0, 0.0), away) * grad
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=place)
+
+
 def test_float_seq_len_is_truncated():
     p = make_problem(720, 1, 2, seq_len=[3.9, 0.5, 2.0])
     q = dict(p, seqLen=np.array([3, 0, 2]))
