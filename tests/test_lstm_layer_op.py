@@ -566,6 +566,23 @@ def test_no_input_is_modified():
             np.testing.assert_array_equal(v, keep[k], k)
 
 
+@pytest.mark.parametrize("code", [5, 9])
+def test_threads_split_the_units(code):
+    """Two threads own half of the 24 units each (the generic row loops on part of a row): the
+    same values as one thread, up to the order of the products' sums."""
+    p = make_problem(770 + code, 1, 3, 5, 3, 7, 24, seq_len=[5, 2, 0])
+    w = output_weights(np.random.default_rng(771), p, 1, 3)
+    one = run_op(p, 1, 3, acts_for(code), 0.9, n_threads=1, **ALL)
+    two = run_op(p, 1, 3, acts_for(code), 0.9, n_threads=2, **ALL)
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+    g1 = run_bp(p, 1, 3, acts_for(code), 0.9, *w, n_threads=1)
+    g2 = run_bp(p, 1, 3, acts_for(code), 0.9, *w, n_threads=2)
+    for name in GRADS:
+        np.testing.assert_allclose(getattr(g1, name), getattr(g2, name), rtol=1e-12,
+                                   atol=1e-12, err_msg=name)
+
+
 # ---------------------------------------------------------------------------------------------
 # Empty dimensions
 # ---------------------------------------------------------------------------------------------
