@@ -5,6 +5,8 @@
     gruBlockCell, gruBlockCellBp        libnd4j's block cell (TensorFlow's GRUBlockCell)
     lstmLayerCell, lstmLayerCellBp      libnd4j's lstmLayer cell (peepholes, cell clipping)
     lstmLayerTimeLoop, lstmLayerTimeLoopBp
+    lstmLayer, lstmLayer_bp             libnd4j's lstmLayer op whole (data formats, directions,
+                                        activations, its quirks): cells.lstm_layer
     lltm_forward, lltm_backward         PyTorch's LLTM extension
     lltmTimeLoop, lltmTimeLoopBp
     rnnCell, rnnCellBp                  the vanilla RNN (PyTorch nn.RNN, ONNX RNN): tanh or relu
@@ -57,6 +59,7 @@ from cells.lstm import (
     lstmLayerTimeLoop,
     lstmLayerTimeLoopBp,
 )
+from cells.lstm_layer import LstmLayerGrads, lstmLayer, lstmLayer_bp
 from cells.rnn import (
     RnnGrads,
     RnnTimeLoopWithWorkspace,
@@ -87,6 +90,9 @@ __all__ = [
     "lstmLayerCellBp",
     "lstmLayerTimeLoop",
     "lstmLayerTimeLoopBp",
+    "LstmLayerGrads",
+    "lstmLayer",
+    "lstmLayer_bp",
     "GruBlockCellResult",
     "GruBlockGrads",
     "GruCellResult",

@@ -54,7 +54,8 @@ def _c_order(a):
 # ---------------------------------------------------------------------------------------------
 
 def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
-             W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0, gh=None):
+             W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
+             lstm_acts=_time_loop.LSTM_ACTIVATIONS, gh=None):
     """Run the forward time loop of `family` (a key of _time_loop.FAMILIES) with its weights
     (Wx and Wh, or W in PyTorch's layout), b, P, Wproj, clip and activation as
     _time_loop.forward takes them. The state h has nState columns: nOut, or nProj with Wproj
@@ -80,6 +81,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
             n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
             Wx=_c_order(Wx), Wh=_c_order(Wh), W=_c_order(W), b=_c_order(b), P=_c_order(P),
             Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
+            lstm_acts=lstm_acts,
             # Training: every step's gates overwrite their own input projection.
             gx=gates if keep else np.empty((sL, bS, G), dtype),
             gh=np.empty((bS, G), dtype) if gh is None else gh,
@@ -94,7 +96,8 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
 
 def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
               dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
-              Wproj=None, clip=np.inf, activation=0, input_grad=True):
+              Wproj=None, clip=np.inf, activation=0, lstm_acts=_time_loop.LSTM_ACTIVATIONS,
+              input_grad=True):
     """Run the backward time loop of `family` on `saved` = (h, gates, c, aux, m) of its forward
     with keep (c, aux, m None where the family has none, does not keep it or has no Wproj).
     Returns (dLdx [sL, bS, nIn] (None without input_grad: not computed), dLdhI [bS, nState],
@@ -123,9 +126,9 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, n_threads=n_threads,
             x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), Wx=_c_order(Wx), Wh=_c_order(Wh),
             W=_c_order(W), P=_c_order(P), Wproj=_c_order(Wproj), nProj=nState, clip=clip,
-            activation=activation, h=_c_order(h), c=_c_order(c), gates=gates, aux=aux,
-            m=_c_order(m), dLdh=_c_order(dLdh), dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL),
-            dLdgates=_c_order(dLdgates), d=np.empty((2, bS, G), dtype),
+            activation=activation, lstm_acts=lstm_acts, h=_c_order(h), c=_c_order(c),
+            gates=gates, aux=aux, m=_c_order(m), dLdh=_c_order(dLdh), dLdhL=_c_order(dLdhL),
+            dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates), d=np.empty((2, bS, G), dtype),
             daux=np.empty((bS, nOut), dtype) if two_phases else None,
             ms=np.empty((bS, nOut), dtype) if projected else None,
             dh_step=np.empty((bS, nState), dtype) if projected else None,
@@ -212,38 +215,42 @@ def _kernel_clip(cell_clip):
     return cell_clip if cell_clip > 0 else np.inf
 
 
-def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads):
-    """Run the LSTM forward (b, hI, cI, Wp, Wproj may be None; clip is cell_clip, 0: none);
-    nState = nOut, or nProj with Wproj [nOut, nProj]. Return (h [sL, bS, nState], hL
-    [bS, nState], cL [bS, nOut], c [sL, bS, nOut], gates [sL, bS, 4nOut], m [sL, bS, nOut]):
-    with keep, c, gates and (with Wproj) m are every step's; without, all three are None."""
+def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads,
+                 acts=_time_loop.LSTM_ACTIVATIONS):
+    """Run the LSTM forward (b, hI, cI, Wp, Wproj may be None; clip is cell_clip, 0: none; acts
+    the (code, alpha, beta) of the gate, cell and output activations); nState = nOut, or nProj
+    with Wproj [nOut, nProj]. Return (h [sL, bS, nState], hL [bS, nState], cL [bS, nOut],
+    c [sL, bS, nOut], gates [sL, bS, 4nOut], m [sL, bS, nOut]): with keep, c, gates and (with
+    Wproj) m are every step's; without, all three are None."""
     _, bS, _, nOut = dims
     nState = nOut if Wproj is None else Wproj.shape[1]
     h, hL, cL, gates, c, _, m = _forward(
         "lstm", dims, x, _state(hI, bS, nState, x.dtype), keep, n_threads, lengths, fwd,
         cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, Wproj=Wproj,
-        clip=_kernel_clip(clip))
+        clip=_kernel_clip(clip), lstm_acts=acts)
     return h, hL, cL, c, gates, m
 
 
 def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, saved, dLdh,
-                  dLdhL, dLdcL, n_threads, input_grad=True):
-    """Run the LSTM backward on `saved` = (h, c, gates, m) from lstm_forward with keep (None:
-    run it first); dLdh [sL, bS, nState], dLdhL [bS, nState] and dLdcL [bS, nOut] may each be
-    None. Return (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut], dLdWr [nState, 4nOut], dLdb [4nOut]
-    (None when b is None), dLdhI [bS, nState], dLdcI [bS, nOut], dLdWp [3nOut] (None when Wp
-    is None), dLdWproj [nOut, nProj] (None when Wproj is None)); gates are consumed."""
+                  dLdhL, dLdcL, n_threads, acts=_time_loop.LSTM_ACTIVATIONS, input_grad=True):
+    """Run the LSTM backward on `saved` = (h, c, gates, m) from lstm_forward with keep and the
+    same acts (None: run it first); dLdh [sL, bS, nState], dLdhL [bS, nState] and dLdcL
+    [bS, nOut] may each be None. Return (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut], dLdWr
+    [nState, 4nOut], dLdb [4nOut] (None when b is None), dLdhI [bS, nState], dLdcI [bS, nOut],
+    dLdWp [3nOut] (None when Wp is None), dLdWproj [nOut, nProj] (None when Wproj is None));
+    gates are consumed."""
     _, bS, _, nOut = dims
     nState = nOut if Wproj is None else Wproj.shape[1]
     if saved is None:
         h, _, _, c, gates, m = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths,
-                                            fwd, True, n_threads)
+                                            fwd, True, n_threads, acts)
     else:
         h, c, gates, m = saved
     dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp, dLdWproj = _backward(
         "lstm", dims, x, _state(hI, bS, nState, x.dtype), (h, gates, c, None, m), n_threads,
         lengths, fwd, cI=_state(cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
-        Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=_kernel_clip(clip), input_grad=input_grad)
+        Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=_kernel_clip(clip), lstm_acts=acts,
+        input_grad=input_grad)
     return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, dLdWproj
 
 
@@ -285,7 +292,7 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
 # RNN
 # ---------------------------------------------------------------------------------------------
 
-# The time loop's activation codes (include/cells/rnn.h).
+# The time loop's activation codes (include/cells/activations.h: libnd4j's).
 RNN_ACTIVATIONS = {"tanh": 0, "relu": 1}
 
 

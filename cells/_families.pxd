@@ -4,9 +4,20 @@
 from cells._blas cimport real
 
 cdef extern from "cells/families.h" nogil:
+    enum:
+        CELLS_ACTIVATIONS
+
+    ctypedef struct cells_activation:
+        int code
+        double alpha
+        double beta
+
     ctypedef struct cells_step_options:
         double clip
         int activation
+        cells_activation gate_act
+        cells_activation cell_act
+        cells_activation out_act
 
     enum cells_family:
         CELLS_GRU_RESET_BEFORE

@@ -37,7 +37,7 @@ from libc.stdint cimport int64_t
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm_part, real
 from cells._families cimport (
-    CELLS_GRU_LINEAR_BEFORE_RESET, CELLS_GRU_RESET_BEFORE, CELLS_LLTM, CELLS_LSTM, CELLS_RNN,
+    CELLS_ACTIVATIONS, CELLS_GRU_LINEAR_BEFORE_RESET, CELLS_GRU_RESET_BEFORE, CELLS_LLTM, CELLS_LSTM, CELLS_RNN,
     backward_step, cells_families, cells_family_info, forward_step,
 )
 from cells._loop cimport Loop
@@ -60,6 +60,10 @@ FAMILIES = {
     "lltm": CELLS_LLTM,
     "rnn": CELLS_RNN,
 }
+
+# The LSTM's default activations, (code, alpha, beta) of the gates i, f, o, of the candidate
+# and of the output (libnd4j's codes, include/cells/activations.h): σ, tanh, tanh.
+LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,7 +452,7 @@ cdef void *data(dtype, str name, a, Py_ssize_t size, bint required=False,
 cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_t bS,
                                     Py_ssize_t nIn, Py_ssize_t nOut, Py_ssize_t nProj,
                                     seq_len, bint forward, int n_threads, dtype, Wx, Wh, W, P,
-                                    Wproj, double clip, int activation) except *:
+                                    Wproj, double clip, int activation, lstm_acts) except *:
     """Fill in L's sizes, options and weights; return the family's row of the table."""
     L.family = FAMILIES[family]
     cdef cells_family_info fam = cells_families[L.family]
@@ -459,6 +463,13 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
     L.Wproj = data(dtype, "Wproj", Wproj, nOut * L.nState)
     L.forward, L.n_threads = forward, n_threads
     L.options.clip, L.options.activation = clip, activation
+    for code, _, _ in lstm_acts:
+        if not 0 <= code < CELLS_ACTIVATIONS:
+            raise ValueError(f"internal: activation code {code} is not in "
+                             f"[0, {CELLS_ACTIVATIONS})")
+    (L.options.gate_act.code, L.options.gate_act.alpha, L.options.gate_act.beta), \
+        (L.options.cell_act.code, L.options.cell_act.alpha, L.options.cell_act.beta), \
+        (L.options.out_act.code, L.options.out_act.alpha, L.options.out_act.beta) = lstm_acts
     L.seq_len = NULL
     if seq_len is not None:
         if (not isinstance(seq_len, np.ndarray) or seq_len.dtype != np.int64
@@ -485,9 +496,11 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
             seq_len, bint forward, bint keep, int n_threads, x, hI, Wx=None, Wh=None, W=None,
             b=None, P=None, Wproj=None, Py_ssize_t nProj=0, cI=None, gx, gh, hs, cs=None,
             gates, c=None, aux=None, m=None, ms=None, h, hL=None, cL=None,
-            double clip=INFINITY, int activation=0):
+            double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
     """Run the forward pass of `family` (a key of FAMILIES) on the arrays that cells/_loop.pxd
     names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces Wx and Wh (the LLTM).
+    clip and lstm_acts (LSTM_ACTIVATIONS' layout) are the LSTM's options, activation the RNN's
+    code (include/cells/step.h).
     With keep, gates, c and a kept aux are [sL, ...]; without, gates and aux are one step's
     scratch ([bS, ...]) and c is not given. Wproj [nOut, nProj] projects the output (then m
     is given with keep, and ms always)."""
@@ -495,7 +508,7 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
                                              forward, n_threads, dtype, Wx, Wh, W, P, Wproj,
-                                             clip, activation)
+                                             clip, activation, lstm_acts)
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, steps = sL if keep else 1
     cdef bint projected = L.Wproj != NULL
     L.keep = keep
@@ -529,7 +542,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
              dLdh=None, dLdhL=None, dLdcL=None, dLdgates=None, d, daux=None, ms=None,
              dh_step=None, dh_steps=None, dLdx, dLdhI, dLdcI=None, dLdWx=None, dLdWh=None,
              dLdW=None, dLdb=None, dLdP=None, dLdWproj=None, double clip=INFINITY,
-             int activation=0):
+             int activation=0, lstm_acts=LSTM_ACTIVATIONS):
     """Run the backward pass of `family` on its forward's workspace (h, c, gates, aux and m of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
     with gradients. dLdx None skips dL/dx. dLdW [G, nOut + nIn] goes with W; m, ms, dh_step,
@@ -538,7 +551,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
                                              forward, n_threads, dtype, Wx, Wh, W, P, Wproj,
-                                             clip, activation)
+                                             clip, activation, lstm_acts)
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, SB = sL * bS
     cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = L.Wproj != NULL

@@ -21,6 +21,15 @@ then has nProj columns where it has nOut without: Wr is [nProj, 4nOut]; hI, ever
 dLdh, dLdhL, dLdhI and dLdWr are [..., nProj] ([nProj, 4nOut] for Wr); the cell state c, cI, cL,
 dLdcL, dLdcI and the gates keep nOut. dL/dWproj = Σ mᵀ·dL/dh over every step, m = o∘tanh(c).
 
+The activations σ, tanh, tanh are the defaults of libnd4j's gateAct (i, f and o), cellAct (g)
+and outAct (tanh(c) in h); every function takes any of libnd4j's instead, by its code
+(ACTIVATIONS: 0 tanh, 1 relu, 2 sigmoid, 3 affine α·z + β, 4 leaky relu (slope α below 0),
+5 thresholded relu (z where z > α, else 0), 6 scaled tanh α·tanh(β·z), 7 hard sigmoid
+min(1, max(0, 0.2·z + 0.5)), 8 ELU (α·(e^z - 1) below 0), 9 softsign z/(1 + |z|), 10 softplus
+log(1 + e^z)) and its alpha and beta (used by the codes that name them): the keywords gate_act,
+gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act, out_alpha, out_beta. The
+gradients use libnd4j's derivatives at the kinks (include/cells/activations_impl.h).
+
 Sequences are time-major, x [sL, bS, nIn]. With seq_len [bS] (integers in [0, sL]) row b runs
 only its first seq_len[b] time steps; its outputs after them are 0 and its final state is the
 state after its last valid step (hI, cI when seq_len[b] = 0). forward=False runs each row's
@@ -38,6 +47,12 @@ import numpy as np
 
 from cells import _validate as check
 from cells._threads import resolve_n_threads
+from cells._time_loop import LSTM_ACTIVATIONS
+
+# libnd4j's activation codes, in order (include/cells/activations.h).
+ACTIVATIONS = ("tanh", "relu", "sigmoid", "affine", "leaky_relu", "thresholded_relu",
+               "scaled_tanh", "hard_sigmoid", "elu", "softsign", "softplus")
+_CODES = ", ".join(f"{code} {name}" for code, name in enumerate(ACTIVATIONS))
 
 
 class LstmWorkspace(NamedTuple):
@@ -48,14 +63,18 @@ class LstmWorkspace(NamedTuple):
       h     [sL, bS, nOut]   the outputs (the array lstmLayerTimeLoop returns; nProj columns
                              with Wproj)
       c     [sL, bS, nOut]   the cell states (after clipping)
-      gates [sL, bS, 4nOut]  the activated i, f, g, o
+      gates [sL, bS, 4nOut]  the activated i, f, g, o (the pre-activation instead, for a gate
+                             whose activation's derivative needs it: leaky and thresholded
+                             relu, scaled tanh, hard sigmoid, ELU, softplus)
       m     [sL, bS, nOut]   with Wproj, the outputs before the projection, o∘tanh(c); else None
     and the configuration it was made with, which lstmLayerTimeLoopBp checks against its own:
-      seq_len    int64 [bS] or None
-      forward    bool
-      cell_clip  float
-      peepholes  bool (whether Wp was given)
-      projected  bool (whether Wproj was given)
+      seq_len      int64 [bS] or None
+      forward      bool
+      cell_clip    float
+      peepholes    bool (whether Wp was given)
+      projected    bool (whether Wproj was given)
+      activations  ((gate_act, gate_alpha, gate_beta), (cell_act, ...), (out_act, ...));
+                   the defaults' (σ, tanh, tanh) when not given
 
     lstmLayerTimeLoopBp consumes it: to keep a training step's memory at the workspace, it
     overwrites gates with gradients and leaves them read-only. A second backward pass needs a new
@@ -71,6 +90,7 @@ class LstmWorkspace(NamedTuple):
     cell_clip: float
     peepholes: bool
     projected: bool
+    activations: tuple = LSTM_ACTIVATIONS
 
 
 class LstmCellResult(NamedTuple):
@@ -128,21 +148,28 @@ class LstmGradsWithProjection(NamedTuple):
     dLdWproj: np.ndarray
 
 
-def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, n_threads=None):
+def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, gate_act=2, gate_alpha=0.0,
+                  gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0, out_act=0,
+                  out_alpha=0.0, out_beta=0.0, n_threads=None):
     """One LSTM step.
 
     x [bS, nIn], Wx [nIn, 4nOut], Wr [nOut, 4nOut], b [4nOut] or None, hI and cI [bS, nOut] or
-    None (zeros), Wp [3nOut] or None. Returns an LstmCellResult (h, c), each [bS, nOut].
+    None (zeros), Wp [3nOut] or None; the activations as in the module docstring. Returns an
+    LstmCellResult (h, c), each [bS, nOut].
     """
     clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2)
     _, hL, cL, _, _, _ = backend.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
-                                              None, True, False, resolve_n_threads(n_threads))
+                                              None, True, False, resolve_n_threads(n_threads),
+                                              acts)
     return LstmCellResult(hL, cL)
 
 
-def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0,
-                    n_threads=None):
+def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0, gate_act=2,
+                    gate_alpha=0.0, gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0,
+                    out_act=0, out_alpha=0.0, out_beta=0.0, n_threads=None):
     """Gradients of one LSTM step (the forward is recomputed).
 
     dLdh and dLdc [bS, nOut] are the gradients arriving at the outputs h and c (either may be
@@ -152,6 +179,8 @@ def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0,
     None (zeros).
     """
     clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2, dLdh=dLdh, dLdc=dLdc)
     _, bS, _, nOut = dims
     for name, g in (("dLdh", dLdh), ("dLdc", dLdc)):
@@ -159,12 +188,14 @@ def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0,
             check.shape(name, g, (bS, nOut), "[bS, nOut]")
     dLdx, *grads, _ = backend.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
                                             None, True, None, None, dLdh, dLdc,
-                                            resolve_n_threads(n_threads))
+                                            resolve_n_threads(n_threads), acts)
     return LstmGrads(dLdx[0], *grads)
 
 
 def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, Wproj=None, seq_len=None,
-                      cell_clip=0.0, forward=True, return_workspace=False, n_threads=None):
+                      cell_clip=0.0, gate_act=2, gate_alpha=0.0, gate_beta=0.0, cell_act=0,
+                      cell_alpha=0.0, cell_beta=0.0, out_act=0, out_alpha=0.0, out_beta=0.0,
+                      forward=True, return_workspace=False, n_threads=None):
     """LSTM over a sequence.
 
     x [sL, bS, nIn] (time-major, as libnd4j), the rest as lstmLayerCell; Wproj [nOut, nProj] or
@@ -176,22 +207,26 @@ def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, Wproj=None, seq_len=None
     lstmLayerTimeLoopBp skip recomputing this forward pass.
     """
     clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1])
     h, hL, cL, c, gates, m = backend.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                                   lengths, fwd, keep,
-                                                  resolve_n_threads(n_threads))
+                                                  resolve_n_threads(n_threads), acts)
     if not keep:
         return LstmTimeLoopResult(h, hL, cL)
     ws = LstmWorkspace(h, c, gates, m, None if lengths is None else lengths.copy(), fwd, clip,
-                       Wp is not None, Wproj is not None)
+                       Wp is not None, Wproj is not None, acts)
     return LstmTimeLoopWithWorkspace(h, hL, cL, ws)
 
 
 def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, Wp=None,
-                        Wproj=None, seq_len=None, cell_clip=0.0, forward=True, workspace=None,
+                        Wproj=None, seq_len=None, cell_clip=0.0, gate_act=2, gate_alpha=0.0,
+                        gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0, out_act=0,
+                        out_alpha=0.0, out_beta=0.0, forward=True, workspace=None,
                         input_grad=True, n_threads=None):
     """Backpropagation through time for lstmLayerTimeLoop.
 
@@ -207,6 +242,8 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
     no gradient).
     """
     clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3, dLdh=dLdh,
@@ -220,11 +257,11 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
     lengths = check.seq_len(seq_len, sL, bS)
     saved = None
     if workspace is not None:
-        _check_workspace(workspace, dims, x.dtype, lengths, fwd, clip, Wp, Wproj)
+        _check_workspace(workspace, dims, x.dtype, lengths, fwd, clip, Wp, Wproj, acts)
         saved = workspace.h, workspace.c, workspace.gates, workspace.m
     *grads, dLdWproj = backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                              lengths, fwd, saved, dLdh, dLdhL, dLdcL,
-                                             resolve_n_threads(n_threads), input_grad)
+                                             resolve_n_threads(n_threads), acts, input_grad)
     if Wproj is None:
         return LstmGrads(*grads)
     return LstmGradsWithProjection(*grads, dLdWproj)
@@ -241,6 +278,30 @@ def _cell_clip(value):
     if not float(value) >= 0:
         raise ValueError(f"cell_clip: expected a float >= 0, got {value!r}")
     return float(value)
+
+
+def _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act,
+                 out_alpha, out_beta):
+    """The activations ((code, alpha, beta) of the gates, the candidate, the output) from their
+    keywords."""
+    return (activation("gate_act", gate_act, "gate_alpha", gate_alpha, "gate_beta", gate_beta),
+            activation("cell_act", cell_act, "cell_alpha", cell_alpha, "cell_beta", cell_beta),
+            activation("out_act", out_act, "out_alpha", out_alpha, "out_beta", out_beta))
+
+
+def activation(code_name, code, alpha_name, alpha, beta_name, beta):
+    """(code, alpha, beta) of one activation, checked: the code an int of ACTIVATIONS, alpha
+    and beta real numbers; the names are the arguments' (for the messages)."""
+    if isinstance(code, (bool, np.bool_)) or not isinstance(code, numbers.Integral):
+        raise TypeError(f"{code_name}: expected an activation code, an int ({_CODES}), "
+                        f"got {code!r}")
+    if not 0 <= code < len(ACTIVATIONS):
+        raise ValueError(f"{code_name}: expected an activation code in "
+                         f"[0, {len(ACTIVATIONS) - 1}] ({_CODES}), got {code}")
+    for name, value in ((alpha_name, alpha), (beta_name, beta)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name}: expected a float, got {value!r}")
+    return int(code), float(alpha), float(beta)
 
 
 def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim, **grads):
@@ -275,7 +336,7 @@ def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim, **grads):
     return backend, (sL, bS, nIn, nOut)
 
 
-def _check_workspace(ws, dims, dtype, lengths, fwd, clip, Wp, Wproj):
+def _check_workspace(ws, dims, dtype, lengths, fwd, clip, Wp, Wproj, acts):
     sL, bS, _, nOut = dims
     nState = nOut if Wproj is None else Wproj.shape[1]
     arrays = {"h": (sL, bS, nState), "c": (sL, bS, nOut), "gates": (sL, bS, 4 * nOut)}
@@ -283,4 +344,4 @@ def _check_workspace(ws, dims, dtype, lengths, fwd, clip, Wp, Wproj):
         arrays["m"] = (sL, bS, nOut)
     check.workspace(ws, LstmWorkspace, "lstmLayerTimeLoopBp", dtype, "x, Wr and Wproj", arrays,
                     ("gates",), seq_len=lengths, forward=fwd, cell_clip=clip,
-                    peepholes=Wp is not None, projected=Wproj is not None)
+                    peepholes=Wp is not None, projected=Wproj is not None, activations=acts)

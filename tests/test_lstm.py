@@ -311,9 +311,10 @@ def test_reverse_is_forward_on_reversed_time(dtype):
 @pytest.mark.parametrize("sL,bS,n_in,seq_len", [(4, 3, 5, [4, 0, 2]), (4, 3, 5, None),
                                                 (0, 3, 5, [0, 0, 0]), (3, 0, 2, None)])
 def test_workspace_layout_and_use(dtype, forward, sL, bS, n_in, seq_len):
-    """LstmWorkspace(h, c, gates, m, seq_len, forward, cell_clip, peepholes, projected): h the returned
-    outputs, c the (clipped) cell states, gates (i, f, g, o), all tau-indexed with zeros at padded
-    steps; the backward from it equals the one that recomputes the forward."""
+    """LstmWorkspace(h, c, gates, m, seq_len, forward, cell_clip, peepholes, projected,
+    activations): h the returned outputs, c the (clipped) cell states, gates (i, f, g, o), all
+    tau-indexed with zeros at padded steps; the backward from it equals the one that recomputes
+    the forward."""
     H = 6
     p = _problem(8700 + sL, sL, bS, n_in, H, True, dtype)
     lengths = None if seq_len is None else np.array(seq_len)
@@ -323,7 +324,7 @@ def test_workspace_layout_and_use(dtype, forward, sL, bS, n_in, seq_len):
     h, hL, cL, ws = out
     assert isinstance(ws, cells.LstmWorkspace)
     assert ws._fields == ("h", "c", "gates", "m", "seq_len", "forward", "cell_clip",
-                          "peepholes", "projected")
+                          "peepholes", "projected", "activations")
     assert ws.m is None and ws.projected is False
     np.testing.assert_array_equal(ws.h, h)
     plain = cells.lstmLayerTimeLoop(*_args(p), **opts)
@@ -482,3 +483,45 @@ def test_float32_saturated_gates():
     assert np.mean(np.abs(2 * g[g != 0] - 1) > 1 - 1e-4) > 0.05  # i, f near 0 or 1
     _assert_grads(_bp(p, seq_len=lengths, cell_clip=2.5), _ref_backward(p, lengths, 2.5),
                   grad_tol, np.float32, p)
+
+
+# ---------------------------------------------------------------------------------------------
+# activations other than the default (the op's tests, tests/test_lstm_layer_op.py, check every
+# code against a reference; these check the helpers' own contracts with them)
+# ---------------------------------------------------------------------------------------------
+# hard sigmoid gates (the workspace keeps their pre-activations), a scaled tanh candidate (also),
+# a softsign output (computed from c)
+ACTS = dict(gate_act=7, cell_act=6, cell_alpha=1.5, cell_beta=0.7, out_act=9)
+
+
+def test_activations_workspace_cell_and_options(dtype):
+    p = _problem(9300, 4, 3, 2, 3, True, dtype)
+    lengths = np.array([4, 0, 2])
+    opts = dict(Wp=p["Wp"], seq_len=lengths, cell_clip=0.8, **ACTS)
+    h, hL, cL, ws = cells.lstmLayerTimeLoop(*_args(p), return_workspace=True, **opts)
+    assert ws.activations == ((7, 0.0, 0.0), (6, 1.5, 0.7), (9, 0.0, 0.0))
+    # the gates keep the pre-activations of hard sigmoid and scaled tanh: at the first step,
+    # x·Wx + hI·Wr + b (+ the peepholes of i, f on cI)
+    H = 3
+    z = p["x"][0] @ p["Wx"] + p["hI"] @ p["Wr"] + p["b"]
+    z[:, :2 * H] += p["Wp"][:2 * H] * np.tile(p["cI"], 2)
+    rows = [0, 2]  # the rows that run
+    assert_close(ws.gates[0, rows, :3 * H], z[rows, :3 * H], SAME_TOL[dtype], "gates", dtype)
+    ref = _bp(p, **opts)
+    for name, a, b in zip(NAMES7, _bp(p, workspace=ws, **opts), ref):
+        assert_close(a, b, SAME_GRAD_TOL[dtype], name, dtype)
+    with pytest.raises(ValueError, match="workspace: it was made with activations="):
+        _bp(p, workspace=cells.lstmLayerTimeLoop(*_args(p), return_workspace=True,
+                                                 **opts).workspace,
+            **dict(opts, out_act=0))
+    # the cell is the time loop's first step
+    hc, cc = cells.lstmLayerCell(p["x"][0], *_args(p)[1:], Wp=p["Wp"], cell_clip=0.8, **ACTS)
+    one = cells.lstmLayerTimeLoop(p["x"][:1], *_args(p)[1:], Wp=p["Wp"], cell_clip=0.8, **ACTS)
+    assert_close(hc, one.h[0], SAME_TOL[dtype], "h", dtype)
+    assert_close(cc, one.cL, SAME_TOL[dtype], "c", dtype)
+    cg = cells.lstmLayerCellBp(p["x"][0], *_args(p)[1:], p["dLdh"][0], p["dLdcL"], Wp=p["Wp"],
+                               cell_clip=0.8, **ACTS)
+    tg = cells.lstmLayerTimeLoopBp(p["x"][:1], *_args(p)[1:], p["dLdh"][:1], dLdcL=p["dLdcL"],
+                                   Wp=p["Wp"], cell_clip=0.8, **ACTS)
+    for name, a, b in zip(NAMES7, cg, tg):
+        assert_close(a, b[0] if name == "dLdx" else b, SAME_GRAD_TOL[dtype], name, dtype)

@@ -257,3 +257,16 @@ def test_empty_dims(dtype, sL, bS):
     for name in ("dLdWx", "dLdWr", "dLdb", "dLdWp", "dLdWproj"):
         assert_close(getattr(grads, name), np.zeros(getattr(grads, name).shape), 0.0, name,
                      dtype)
+
+
+def test_projection_with_other_activations_vs_finite_differences_of_cells():
+    """The projection composes with libnd4j's activations (the step's output m is
+    o∘outAct(c) whatever the codes): cells' backward against central differences of its own
+    forward, smooth activations (softsign gates, softplus candidate, scaled tanh output)."""
+    p = _problem(6900, 4, 3, 3, 16, 5)
+    opts = dict(seq_len=np.array([4, 0, 3]), forward=False, n_threads=2, gate_act=9,
+                cell_act=10, out_act=6, out_alpha=1.5, out_beta=0.7)
+    fd = _finite_differences(p, lambda a: _cells_forward(a, **opts))
+    grads = dict(zip(INPUTS, _cells_backward(p, **opts)))
+    for name, f in fd.items():
+        assert_close(grads[name], f, FD_TOL, name)

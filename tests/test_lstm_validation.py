@@ -233,3 +233,15 @@ def test_keyword_only_options(fn):
     ups = {"lstmLayerCellBp": [None, None], "lstmLayerTimeLoopBp": [None]}.get(fn, [])
     with pytest.raises(TypeError):
         getattr(cells, fn)(*a, *ups, np.ones(3 * H))
+
+
+@pytest.mark.parametrize("option,value,error", [
+    ("gate_act", 11, ValueError), ("cell_act", -1, ValueError), ("out_act", 2.0, TypeError),
+    ("gate_act", True, TypeError), ("cell_act", None, TypeError), ("gate_alpha", "1", TypeError),
+    ("out_beta", None, TypeError), ("cell_alpha", True, TypeError)])
+@pytest.mark.parametrize("fn", FNS)
+def test_activation_options(fn, option, value, error):
+    """An activation is a code of libnd4j's (cells.lstm.ACTIVATIONS) with real alpha, beta."""
+    with pytest.raises(error) as ei:
+        _call(fn, _args(fn.startswith("lstmLayerTimeLoop")), **{option: value})
+    _check(ei, [(option, None)])

@@ -10,6 +10,9 @@
  *   c  = clip(f∘cPrev + i∘g)                        clip(v) = min(max(v, -clip), clip)
  *   zo = x·Wx_o + hPrev·Wr_o + b_o + wp_o∘c         o = σ(zo)   (the new, clipped c)
  *   h  = o∘tanh(c)
+ * σ, tanh and tanh are the default activations (libnd4j's gateAct, cellAct, outAct: i, f and o
+ * share gateAct): lstm_step and its loops. Any other choice (cells/activations.h) runs the row
+ * loops lstm_act_row and lstm_act_bp_row, which apply each activation in a pass over the row.
  */
 
 /* v limited to [-clip, clip]; NaN stays NaN. */
@@ -122,21 +125,161 @@ CELLS_ROW FN(lstm_bp_row)(
     }
 }
 
+/* Row loops for any activations: the math of lstm_row and lstm_bp_row with o's gate_act,
+ * cell_act and out_act, in passes over the row (each activation one loop chosen by one switch;
+ * cells/activations_impl.h). The gates keep, per activation, the activated value or the
+ * pre-activation (cells_act_keeps_output): the backward recomputes the activated value from
+ * a pre-activation, and computes out_act's value and derivative from c. */
+
+/* As lstm_row; c and h are scratch until their last pass. */
+CELLS_ROW FN(lstm_act_row)(
+        const cells_step_options *opt, ptrdiff_t n,
+        const REAL *xi, const REAL *xf, const REAL *xg, const REAL *xo,
+        const REAL *CELLS_RESTRICT hi, const REAL *CELLS_RESTRICT hf,
+        const REAL *CELLS_RESTRICT hg, const REAL *CELLS_RESTRICT ho,
+        const REAL *CELLS_RESTRICT wpi, const REAL *CELLS_RESTRICT wpf,
+        const REAL *CELLS_RESTRICT wpo,                                 /* or NULL */
+        REAL clip, const REAL *CELLS_RESTRICT cPrev,
+        REAL *i, REAL *f, REAL *g, REAL *o,                             /* may be xi, ... */
+        REAL *CELLS_RESTRICT c, REAL *CELLS_RESTRICT h) {
+    const cells_activation *gate = &opt->gate_act;
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j) {
+        i[j] = xi[j] + hi[j];
+        f[j] = xf[j] + hf[j];
+        g[j] = xg[j] + hg[j];
+        o[j] = xo[j] + ho[j];
+    }
+    if (wpi) {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j) {
+            i[j] += wpi[j] * cPrev[j];
+            f[j] += wpf[j] * cPrev[j];
+        }
+    }
+    const REAL *ag = FN(act_forward)(&opt->cell_act, n, g, h);
+    const REAL *ai = FN(act_forward)(gate, n, i, c);
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        c[j] = ai[j] * ag[j];
+    const REAL *af = FN(act_forward)(gate, n, f, h);
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        c[j] = FN(lstm_clip)(af[j] * cPrev[j] + c[j], clip);
+    if (wpo) {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j)
+            o[j] += wpo[j] * c[j];
+    }
+    FN(act_row)(&opt->out_act, n, c, h);
+    if (cells_act_keeps_output(gate->code)) {
+        FN(act_row)(gate, n, o, o);
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j)
+            h[j] *= o[j];
+    } else {
+        FN(act_mul_row)(gate, n, o, h);
+    }
+}
+
+/* As lstm_bp_row, on the gates lstm_act_row kept; dzi, dzf, dzg and dh are scratch until their
+ * last pass. */
+CELLS_ROW FN(lstm_act_bp_row)(
+        const cells_step_options *opt, ptrdiff_t n,
+        const REAL *CELLS_RESTRICT dLdh,                                /* or NULL */
+        const REAL *CELLS_RESTRICT i, const REAL *CELLS_RESTRICT f,
+        const REAL *CELLS_RESTRICT g, const REAL *CELLS_RESTRICT o,
+        const REAL *CELLS_RESTRICT c, const REAL *CELLS_RESTRICT cPrev,
+        const REAL *CELLS_RESTRICT wpi, const REAL *CELLS_RESTRICT wpf,
+        const REAL *CELLS_RESTRICT wpo,                                 /* or NULL */
+        REAL clip,
+        REAL *CELLS_RESTRICT dzi, REAL *CELLS_RESTRICT dzf, REAL *CELLS_RESTRICT dzg,
+        REAL *CELLS_RESTRICT dzo, REAL *CELLS_RESTRICT dh, REAL *CELLS_RESTRICT dc,
+        REAL *CELLS_RESTRICT dwpi, REAL *CELLS_RESTRICT dwpf,
+        REAL *CELLS_RESTRICT dwpo) {                                    /* or NULL */
+    const cells_activation *gate = &opt->gate_act, *cell = &opt->cell_act, *out = &opt->out_act;
+    if (dLdh) {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j)
+            dh[j] += dLdh[j];
+    }
+    /* τ = out_act(c) in dzi, τ' in dzg, o in dzf (when o keeps zo), o' in dzo */
+    FN(act_row)(out, n, c, dzi);
+    FN(act_grad_row)(out, n, cells_act_keeps_output(out->code) ? dzi : c, dzg);
+    const REAL *ao = FN(act_values)(gate, n, o, dzf);
+    FN(act_grad_row)(gate, n, o, dzo);
+    /* dzo = dh∘τ∘o', and dc becomes dĉr: the adjoint of c through the clip */
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j) {
+        dzo[j] *= dh[j] * dzi[j];
+        dc[j] += dh[j] * ao[j] * dzg[j];
+    }
+    if (wpo) {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j)
+            dc[j] += dzo[j] * wpo[j];
+    }
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        dc[j] = c[j] >= clip || c[j] <= -clip ? 0 : dc[j];
+    /* dzi = dĉr∘g∘i', dzg = dĉr∘i∘g', dzf = dĉr∘cPrev∘f' (dh holds the activated values) */
+    FN(act_grad_row)(gate, n, i, dzi);
+    const REAL *ag = FN(act_values)(cell, n, g, dh);
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        dzi[j] *= dc[j] * ag[j];
+    FN(act_grad_row)(cell, n, g, dzg);
+    const REAL *ai = FN(act_values)(gate, n, i, dh);
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j)
+        dzg[j] *= dc[j] * ai[j];
+    FN(act_grad_row)(gate, n, f, dzf);
+    const REAL *af = FN(act_values)(gate, n, f, dh);
+    CELLS_SIMD
+    for (ptrdiff_t j = 0; j < n; ++j) {
+        dzf[j] *= dc[j] * cPrev[j];
+        dc[j] *= af[j];
+        dh[j] = 0;
+    }
+    if (wpi) {
+        CELLS_SIMD
+        for (ptrdiff_t j = 0; j < n; ++j) {
+            dc[j] += dzi[j] * wpi[j] + dzf[j] * wpf[j];
+            dwpi[j] += dzi[j] * cPrev[j];
+            dwpf[j] += dzf[j] * cPrev[j];
+            dwpo[j] += dzo[j] * c[j];
+        }
+    }
+}
+
 /* The time loop's steps (cells/step.h): gates (i, f, g, o), the cell state, and P = the
- * peepholes Wp [3, nOut] (i, f, o) or NULL. */
+ * peepholes Wp [3, nOut] (i, f, o) or NULL; o's activations choose the row loops. */
 CELLS_FORWARD_STEP(lstm_forward) {
     (void)hPrev, (void)aux;
-    FN(lstm_row)(n, zx, zx + nOut, zx + 2 * nOut, zx + 3 * nOut, zh, zh + nOut, zh + 2 * nOut,
-                 zh + 3 * nOut, P, CELLS_AT(P, nOut), CELLS_AT(P, 2 * nOut), (REAL)o->clip,
-                 cPrev, g, g + nOut, g + 2 * nOut, g + 3 * nOut, cNext, hNext);
+    if (cells_lstm_default_activations(o))
+        FN(lstm_row)(n, zx, zx + nOut, zx + 2 * nOut, zx + 3 * nOut, zh, zh + nOut,
+                     zh + 2 * nOut, zh + 3 * nOut, P, CELLS_AT(P, nOut), CELLS_AT(P, 2 * nOut),
+                     (REAL)o->clip, cPrev, g, g + nOut, g + 2 * nOut, g + 3 * nOut, cNext,
+                     hNext);
+    else
+        FN(lstm_act_row)(o, n, zx, zx + nOut, zx + 2 * nOut, zx + 3 * nOut, zh, zh + nOut,
+                         zh + 2 * nOut, zh + 3 * nOut, P, CELLS_AT(P, nOut),
+                         CELLS_AT(P, 2 * nOut), (REAL)o->clip, cPrev, g, g + nOut,
+                         g + 2 * nOut, g + 3 * nOut, cNext, hNext);
 }
 
 CELLS_BACKWARD_STEP(lstm_backward) {
     (void)dLdg, (void)aux, (void)daux, (void)hPrev;
-    FN(lstm_bp_row)(n, dLdh, g, g + nOut, g + 2 * nOut, g + 3 * nOut, c, cPrev, P,
-                    CELLS_AT(P, nOut), CELLS_AT(P, 2 * nOut), (REAL)o->clip, d, d + nOut,
-                    d + 2 * nOut, d + 3 * nOut, dh, dc, dP, CELLS_AT(dP, nOut),
-                    CELLS_AT(dP, 2 * nOut));
+    if (cells_lstm_default_activations(o))
+        FN(lstm_bp_row)(n, dLdh, g, g + nOut, g + 2 * nOut, g + 3 * nOut, c, cPrev, P,
+                        CELLS_AT(P, nOut), CELLS_AT(P, 2 * nOut), (REAL)o->clip, d, d + nOut,
+                        d + 2 * nOut, d + 3 * nOut, dh, dc, dP, CELLS_AT(dP, nOut),
+                        CELLS_AT(dP, 2 * nOut));
+    else
+        FN(lstm_act_bp_row)(o, n, dLdh, g, g + nOut, g + 2 * nOut, g + 3 * nOut, c, cPrev, P,
+                            CELLS_AT(P, nOut), CELLS_AT(P, 2 * nOut), (REAL)o->clip, d,
+                            d + nOut, d + 2 * nOut, d + 3 * nOut, dh, dc, dP,
+                            CELLS_AT(dP, nOut), CELLS_AT(dP, 2 * nOut));
     for (int k = 0; k < 4; ++k)
         FN(copy_units)(n, d + k * nOut, g + k * nOut);
 }

@@ -5,9 +5,6 @@
 
 #include "cells/step.h"
 
-/* The activations of an RNN, as the time loop's `activation` code. */
-enum { CELLS_RNN_TANH = 0, CELLS_RNN_RELU = 1 };
-
 #define CELLS_IMPL "cells/rnn_impl.h"
 #include "cells/instantiate.h"
 

@@ -2,18 +2,19 @@
  *
  * Compiled for float and double by rnn.h through instantiate.h (REAL, and FN(name) naming
  * cells_rnn_*_f / cells_rnn_*_d). PyTorch's nn.RNN, ONNX's RNN, libnd4j's static_rnn:
- *   z = x·Wx + bx + hPrev·Wh + bh,   h = act(z),   act = tanh or relu (CELLS_RNN_*).
+ *   z = x·Wx + bx + hPrev·Wh + bh,   h = act(z),   act = tanh or relu (CELLS_ACT_TANH,
+ *   CELLS_ACT_RELU of activations.h).
  */
 
 /* act(z) */
 CELLS_FN REAL FN(rnn_act)(int activation, REAL z) {
-    return activation == CELLS_RNN_RELU ? (z > 0 ? z : 0) : FN(tanh)(z);
+    return activation == CELLS_ACT_RELU ? (z > 0 ? z : 0) : FN(tanh)(z);
 }
 
 /* act'(z), given h = act(z): tanh 1 - h²; relu 1 where z > 0 (there h > 0), else 0 (at z = 0
  * too, PyTorch autograd's value). */
 CELLS_FN REAL FN(rnn_act_grad)(int activation, REAL h) {
-    return activation == CELLS_RNN_RELU ? (h > 0 ? 1 : 0) : 1 - h * h;
+    return activation == CELLS_ACT_RELU ? (h > 0 ? 1 : 0) : 1 - h * h;
 }
 
 /* Row loops: one batch row, n units, for the steps below. */

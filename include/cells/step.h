@@ -39,12 +39,15 @@
 #ifndef CELLS_STEP_H
 #define CELLS_STEP_H
 
-#include "cells/common.h"
+#include "cells/activations.h"
 
 /* The options of a call that some family's step reads. */
 typedef struct {
-    double clip;      /* LSTM: the cell clip, +inf for none */
-    int activation;   /* RNN: CELLS_RNN_TANH or CELLS_RNN_RELU (cells/rnn.h) */
+    double clip;                /* LSTM: the cell clip, +inf for none */
+    int activation;             /* RNN: CELLS_ACT_TANH or CELLS_ACT_RELU (cells/activations.h) */
+    cells_activation gate_act;  /* LSTM: the activations of i, f and o, */
+    cells_activation cell_act;  /* of the candidate g, */
+    cells_activation out_act;   /* and of c before the output gate */
 } cells_step_options;
 
 /* The declarations of a family's steps, inside its implementation header (REAL, FN). */
