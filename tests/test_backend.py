@@ -1,6 +1,7 @@
 """The backend layer: the faces dispatch on their arrays' type, through cells._backend only."""
 import ast
 import inspect
+import sys
 
 import numpy as np
 import pytest
@@ -62,9 +63,11 @@ def test_mixing_numpy_and_cupy_names_the_argument(family, gpu_first):
 
 
 @pytest.mark.parametrize("family", CALLS)
-def test_cupy_arrays_are_not_implemented_yet(family):
+def test_cupy_arrays_run_on_the_gpu_backend(family, monkeypatch):
+    """CuPy arrays go to cells._gpu, which imports CuPy: without it, an ImportError."""
     args, call = CALLS[family]
-    with pytest.raises(NotImplementedError, match="^x: a cupy.CupyArray, but the GPU"):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(ImportError, match="^cells' GPU backend needs CuPy: pip install"):
         call(*on_gpu(args))
 
 

@@ -1,0 +1,287 @@
+"""cells' GPU path on a machine with an NVIDIA GPU: correctness, then speed against cuDNN.
+
+    python3 setup.py build_ext --inplace && python3 benchmarks/gpu_check.py
+
+Needs CuPy (cupy-cuda13x) and a CUDA build of torch (for the timings only); nothing from a
+package index. Under 5 minutes.
+
+1. Every public function of cells on CuPy arrays against the same call on NumPy arrays (the
+   CPU path): float64 within 1e-10, float32 within the CPU tests' tolerances (1e-5 forward,
+   3e-5 gradients), relative to max(1, max|expected|). Each case prints PASS, FAIL (the error)
+   or ERROR (the exception), and the script goes on.
+2. Timings (float32, CUDA events, medians) of the GRU (linear_before_reset, cuDNN's GRU) and
+   the LSTM, inference and a training step (forward keeping the workspace, backward with
+   dL/dx), cells' GPU backend against torch.nn.GRU / LSTM on cuDNN, at T=100 B=1 H=128,
+   T=100 B=64 H=256, T=50 B=128 H=512 (I = H), printed as one table.
+"""
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+import cells  # noqa: E402
+from cells import _gpu  # noqa: E402
+from cells import onnx as co  # noqa: E402
+
+F64_TOL = 1e-10
+F32_FWD_TOL, F32_GRAD_TOL = 1e-5, 3e-5
+SHAPES = ((100, 1, 128), (100, 64, 256), (50, 128, 512))
+
+
+def to_gpu(cupy, a):
+    """Float arrays (and tuples of them) onto the device; integer arrays (lengths) stay."""
+    if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+        return cupy.asarray(a)
+    if isinstance(a, tuple) and not hasattr(a, "_fields"):
+        return tuple(to_gpu(cupy, v) for v in a)
+    return a
+
+
+def leaves(result):
+    """The arrays of a result (nested tuples, NamedTuples), in order; None for None."""
+    if isinstance(result, tuple):
+        return [leaf for v in result for leaf in leaves(v)]
+    return [result]
+
+
+def max_error(cupy, gpu, cpu):
+    """The largest error relative to max(1, max|expected|) over the result's arrays, or a string
+    saying what does not match."""
+    worst = 0.0
+    for k, (g, c) in enumerate(zip(leaves(gpu), leaves(cpu))):
+        if not isinstance(c, np.ndarray):
+            if not (c is None and g is None or isinstance(c, (bool, np.bool_)) and g == c):
+                if not np.array_equal(np.asarray(c), np.asarray(g)):
+                    return f"output {k}: {g!r} != {c!r}"
+            continue
+        if c.dtype.kind != "f":   # lengths: the call's own (NumPy) array
+            if not np.array_equal(cupy.asnumpy(g) if isinstance(g, cupy.ndarray) else g, c):
+                return f"output {k}: integers differ"
+            continue
+        if not isinstance(g, cupy.ndarray):
+            return f"output {k}: a {type(g).__name__}, not a cupy.ndarray"
+        g = cupy.asnumpy(g).astype(np.float64)
+        if g.shape != c.shape:
+            return f"output {k}: shape {g.shape} != {c.shape}"
+        if c.size:
+            scale = max(1.0, float(np.abs(c).max()))
+            worst = max(worst, float(np.abs(g - c).max()) / scale)
+    return worst
+
+
+def cases(dtype):
+    """(name, function, args, kwargs, is_gradient) for every public function."""
+    rng = np.random.default_rng(0)
+
+    def r(*shape):
+        return rng.normal(0, 0.5, shape).astype(dtype)
+
+    sL, bS, nIn, H = 5, 3, 4, 6
+    lens = np.array([5, 0, 3], np.int64)
+    x, hI, cI, dLdh = r(sL, bS, nIn), r(bS, H), r(bS, H), r(sL, bS, H)
+    Wx3, Wh3, b3, b23 = r(nIn, 3 * H), r(H, 3 * H), r(3 * H), r(2, 3 * H)
+    Wx4, Wr4, b4, Wp = r(nIn, 4 * H), r(H, 4 * H), r(4 * H), r(3 * H)
+    W3 = r(3 * H, H + nIn)
+    Wx1, Wh1, b1 = r(nIn, H), r(H, H), r(2, H)
+    Wru, Wc, bru, bc = r(nIn + H, 2 * H), r(nIn + H, H), r(2 * H), r(H)
+    out = []
+    for lbr in (False, True):
+        kw = dict(linear_before_reset=lbr)
+        out += [
+            (f"gruCell lbr={lbr}", cells.gruCell, (x[0], hI, Wx3, Wh3, b23), kw, False),
+            (f"gruCellBp lbr={lbr}", cells.gruCellBp, (x[0], hI, Wx3, Wh3, b23, dLdh[0]), kw,
+             True),
+            (f"gruTimeLoop lbr={lbr}", cells.gruTimeLoop, (x, hI, Wx3, Wh3, b3), kw, False),
+            (f"gruTimeLoop lbr={lbr} seq_len reverse", cells.gruTimeLoop,
+             (x, hI, Wx3, Wh3, b23), dict(kw, seq_len=lens, forward=False), False),
+            (f"gruTimeLoopBp lbr={lbr} seq_len reverse", cells.gruTimeLoopBp,
+             (x, hI, Wx3, Wh3, b23, dLdh), dict(kw, seq_len=lens, forward=False, dLdhLast=hI),
+             True),
+            (f"gruTimeLoop lbr={lbr} workspace", cells.gruTimeLoop, (x, hI, Wx3, Wh3, b23),
+             dict(kw, return_workspace=True), False),
+        ]
+    out += [
+        ("gruBlockCell", cells.gruBlockCell, (x[0], hI, Wru, Wc, bru, bc), {}, False),
+        ("gruBlockCellBp", cells.gruBlockCellBp,
+         (x[0], hI, Wru, Wc, bru, bc, r(bS, H), None, r(bS, H), dLdh[0]), {}, True),
+        ("lstmLayerCell", cells.lstmLayerCell, (x[0], Wx4, Wr4, b4, hI, cI), dict(Wp=Wp), False),
+        ("lstmLayerCellBp", cells.lstmLayerCellBp,
+         (x[0], Wx4, Wr4, b4, hI, cI, dLdh[0], r(bS, H)), dict(Wp=Wp, cell_clip=0.6), True),
+        ("lstmLayerTimeLoop peepholes seq_len", cells.lstmLayerTimeLoop,
+         (x, Wx4, Wr4, b4, hI, cI), dict(Wp=Wp, seq_len=lens), False),
+        ("lstmLayerTimeLoop hard sigmoid, softsign", cells.lstmLayerTimeLoop,
+         (x, Wx4, Wr4, b4, hI, cI), dict(gate_act=7, cell_act=9, out_act=9), False),
+        ("lstmLayerTimeLoopBp peepholes clip reverse", cells.lstmLayerTimeLoopBp,
+         (x, Wx4, Wr4, b4, hI, cI, dLdh),
+         dict(Wp=Wp, cell_clip=0.6, forward=False, seq_len=lens, dLdcL=cI), True),
+        ("lstmLayer directionMode=3", cells.lstmLayer,
+         (x, to_pair(Wx4), to_pair(Wr4), to_pair(b4)), dict(dataFormat=0, directionMode=3),
+         False),
+        ("lltm_forward", cells.lltm_forward, (x[0], W3, b3, hI, cI), {}, False),
+        ("lltmTimeLoop seq_len", cells.lltmTimeLoop, (x, W3, b3, hI, cI), dict(seq_len=lens),
+         False),
+        ("lltmTimeLoopBp reverse", cells.lltmTimeLoopBp, (x, W3, b3, hI, cI, dLdh),
+         dict(forward=False, dLdcL=cI), True),
+        ("rnnCell relu", cells.rnnCell, (x[0], hI, Wx1, Wh1, b1), dict(activation="relu"),
+         False),
+        ("rnnCellBp", cells.rnnCellBp, (x[0], hI, Wx1, Wh1, b1, dLdh[0]), {}, True),
+        ("rnnTimeLoop seq_len", cells.rnnTimeLoop, (x, hI, Wx1, Wh1, b1), dict(seq_len=lens),
+         False),
+        ("rnnTimeLoopBp reverse", cells.rnnTimeLoopBp, (x, hI, Wx1, Wh1, b1, dLdh),
+         dict(forward=False, dLdhLast=hI), True),
+        ("onnx gru bidirectional", co.gru,
+         (x, r(2, 3 * H, nIn), r(2, 3 * H, H), r(2, 6 * H), lens.astype(np.int32)),
+         dict(direction="bidirectional", linear_before_reset=1), False),
+        ("onnx lstm", co.lstm, (x, r(1, 4 * H, nIn), r(1, 4 * H, H), r(1, 8 * H)), {}, False),
+        ("onnx rnn_bp", co.rnn_bp, (x, r(1, H, nIn), r(1, H, H), r(1, 2 * H)),
+         dict(dY=r(sL, 1, bS, H)), True),
+    ]
+    return out
+
+
+def to_pair(a):
+    """A bidirectional op's [2, ...] weights from one direction's."""
+    return np.stack([a, a[::-1].copy()])
+
+
+def check_correctness(cupy):
+    print("1. Every function on CuPy arrays against the CPU path")
+    failures = 0
+    for dtype in (np.float64, np.float32):
+        for name, fn, args, kwargs, gradient in cases(dtype):
+            tol = F64_TOL if dtype == np.float64 else (F32_GRAD_TOL if gradient else F32_FWD_TOL)
+            label = f"  {np.dtype(dtype).name:7s} {name}"
+            try:
+                expected = fn(*args, **kwargs)
+                got = fn(*(to_gpu(cupy, a) for a in args),
+                         **{k: to_gpu(cupy, v) for k, v in kwargs.items()})
+                cupy.cuda.Device().synchronize()
+                err = max_error(cupy, got, expected)
+            except Exception as e:   # noqa: BLE001 - report and go on
+                failures += 1
+                print(f"{label}: ERROR {type(e).__name__}: {str(e).splitlines()[0][:150]}")
+                continue
+            if isinstance(err, str) or err > tol:
+                failures += 1
+                print(f"{label}: FAIL {err if isinstance(err, str) else f'{err:.2e} > {tol:.0e}'}")
+            else:
+                print(f"{label}: PASS {err:.1e}")
+    print(f"  {failures} failed or raised" if failures else "  all passed")
+    return failures
+
+
+def median_ms(run, sync, reps):
+    """The median of `reps` timed calls of run() (after 3 warm-up calls), in ms: each call
+    bracketed by CUDA events on the current stream."""
+    import torch
+
+    for _ in range(3):
+        run()
+    sync()
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return float(np.median(times))
+
+
+def cells_runs(cupy, family, T, B, H):
+    """(inference, training step) closures of cells' GPU backend on float32 CuPy arrays."""
+    rng = np.random.default_rng(1)
+
+    def r(*shape):
+        return cupy.asarray(rng.normal(0, 0.1, shape).astype(np.float32))
+
+    x, hI, cI, dLdh = r(T, B, H), r(B, H), r(B, H), r(T, B, H)
+    dims = (T, B, H, H)
+    if family == "GRU":
+        Wx, Wh, b = r(H, 3 * H), r(H, 3 * H), r(2, 3 * H)
+
+        def inference():
+            _gpu.gru_forward(dims, x, hI, Wx, Wh, b, True, False, 1)
+
+        def training():
+            saved = _gpu.gru_forward(dims, x, hI, Wx, Wh, b, True, True, 1)
+            _gpu.gru_backward(dims, x, hI, Wx, Wh, b, True, saved, dLdh, None, None, 1)
+    else:
+        Wx, Wr, b = r(H, 4 * H), r(H, 4 * H), r(4 * H)
+
+        def inference():
+            _gpu.lstm_forward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True, False, 1)
+
+        def training():
+            h, _, _, c, gates, m = _gpu.lstm_forward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0,
+                                                     None, True, True, 1)
+            _gpu.lstm_backward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True,
+                               (h, c, gates, m), dLdh, None, None, 1)
+    return inference, training
+
+
+def torch_runs(family, T, B, H):
+    """(inference, training step) closures of torch.nn.GRU / LSTM on cuDNN, float32."""
+    import torch
+
+    torch.backends.cudnn.enabled = True
+    module = getattr(torch.nn, family)(H, H).cuda()
+    x = torch.randn(T, B, H, device="cuda", requires_grad=True)
+    dy = torch.randn(T, B, H, device="cuda")
+
+    def inference():
+        with torch.no_grad():
+            module(x)
+
+    def training():
+        y = module(x)[0]
+        torch.autograd.backward(y, dy)
+    return inference, training
+
+
+def time_against_cudnn(cupy):
+    import torch
+
+    print("\n2. Timings, float32, ms (medians of CUDA-event-timed calls); ratio = cuDNN / cells")
+    print(f"  GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+          f"cuDNN {torch.backends.cudnn.version()}, CuPy {cupy.__version__}")
+    rows = []
+    for family in ("GRU", "LSTM"):
+        for T, B, H in SHAPES:
+            reps = 20 if B * H < 64 * 256 else 10
+            ours, theirs = cells_runs(cupy, family, T, B, H), torch_runs(family, T, B, H)
+            for mode, k in (("inference", 0), ("training step", 1)):
+                c = median_ms(ours[k], cupy.cuda.Device().synchronize, reps)
+                t = median_ms(theirs[k], torch.cuda.synchronize, reps)
+                rows.append((family, mode, f"T={T} B={B} H={H}", c, t))
+    print(f"  | {'family':6s} | {'mode':13s} | {'shape':17s} | cells ms | cuDNN ms | ratio |")
+    print("  |--------|---------------|-------------------|----------|----------|-------|")
+    for family, mode, shape, c, t in rows:
+        print(f"  | {family:6s} | {mode:13s} | {shape:17s} | {c:8.3f} | {t:8.3f} | {t / c:5.2f} |")
+
+
+def main():
+    start = time.time()
+    try:
+        import cupy
+    except ImportError:
+        sys.exit("needs CuPy (cupy-cuda13x)")
+    print(f"cells {cells.__file__}; CuPy {cupy.__version__}, device "
+          f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    failures = check_correctness(cupy)
+    try:
+        time_against_cudnn(cupy)
+    except Exception:   # noqa: BLE001 - the correctness part has been printed
+        traceback.print_exc()
+        failures += 1
+    print(f"\n{time.time() - start:.0f} s")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,423 @@
+"""The GPU backend: the CPU time loop's algorithm on CuPy arrays, with cuBLAS products and the
+families' steps as CUDA kernels (cells/cuda.py, cells/kernels/).
+
+It has the functions of cells._cpu with their contract (see its docstring); n_threads is
+accepted and not used. Per call: the input projection of all steps is one gemm; per step, the
+recurrent gemm into a preallocated buffer and one elementwise kernel (two of each for the
+reset-before GRU, whose candidate multiplies r∘hPrev); the backward carries only the state
+gradients step by step, and dL/dx, the weight gradients (gemms) and the bias and parameter
+gradients (reductions) are computed over all steps after the loop. Sequence lengths, the
+direction, padded steps and workspaces are the CPU loop's (cells/_time_loop.pyx), buffer for
+buffer where the kernels read them (cells/kernels/kernels_impl.cuh).
+
+The orchestration is written once against an array module `xp` and a kernel launcher: CuPy and
+NVRTC's kernels for CuPy arrays; NumPy and the kernels compiled for the CPU with the shim for
+NumPy arrays, which is how the tests run this module without a GPU (cells._backend sends NumPy
+arrays to cells._cpu, never here).
+
+Not on the GPU yet (a NotImplementedError naming the argument): the LSTM's projection Wproj.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from cells import _backend, cuda
+
+
+class Family(NamedTuple):
+    """What the orchestration needs of a family: its row of include/cells/families.h's table
+    (tests/test_gpu_emulation.py checks it against the compiled table)."""
+
+    gates: int           # gate blocks of nOut columns: G = gates·nOut
+    h_blocks: int        # blocks [0, h_blocks) multiply hPrev, the others aux (a second phase)
+    cell_state: bool
+    aux: bool
+    aux_kept: bool
+    aux_grad_block: int  # -1, or the block whose recurrent-side gradient the backward keeps in aux
+
+
+FAMILIES = {
+    "gru_reset_before": Family(3, 2, False, True, False, -1),
+    "gru_linear_before_reset": Family(3, 3, False, True, True, 2),
+    "lstm": Family(4, 4, True, False, False, -1),
+    "lltm": Family(3, 3, True, False, False, -1),
+    "rnn": Family(1, 1, False, False, False, -1),
+}
+
+# The LSTM's default activations (cells/_time_loop.pyx's LSTM_ACTIVATIONS): σ, tanh, tanh.
+LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
+
+# The kernels' activation codes of the RNN (include/cells/activations.h).
+RNN_ACTIVATIONS = {"tanh": 0, "relu": 1}
+
+
+def _runtime(a):
+    """(xp, launcher) for array `a`: CuPy and the device's kernels for a CuPy array, NumPy and
+    the shim's kernels otherwise."""
+    if _backend.on_gpu(a):
+        return cuda.import_cupy(), cuda.device_launcher()
+    return np, cuda.cpu_launcher()
+
+
+def _xp(a):
+    return cuda.import_cupy() if _backend.on_gpu(a) else np
+
+
+def empty(shape, dtype):
+    """A new uninitialised C-ordered CuPy array."""
+    return cuda.import_cupy().empty(shape, dtype)
+
+
+def zeros(shape, dtype):
+    """A new C-ordered CuPy array of zeros."""
+    return cuda.import_cupy().zeros(shape, dtype)
+
+
+def _c_order(xp, a):
+    """An array argument in C order (a copy only when it is not); None stays None."""
+    return None if a is None else xp.ascontiguousarray(a)
+
+
+def _options(clip, activation, acts):
+    """The kernels' option parameters (kernels.cuh's CELLS_OPTION_PARAMS)."""
+    args = [np.float64(clip), np.int32(activation)]
+    for code, alpha, beta in acts:
+        args += [np.int32(code), np.float64(alpha), np.float64(beta)]
+    return args
+
+
+def _weights(xp, fam, nOut, Wx, Wh, W):
+    """(op(Wx) [nIn, G], op(Wh)'s columns of the blocks that multiply hPrev [nOut, NH], those of
+    the blocks that multiply aux [nOut, G - NH] or None): W [G, nOut + nIn] in PyTorch's layout
+    (columns h then x) stands for Wx = W[:, nOut:]ᵀ and Wh = W[:, :nOut]ᵀ. The per-step operands
+    are C-contiguous copies, made once per call."""
+    if W is not None:
+        Wx, Wh = W[:, nOut:].T, W[:, :nOut].T
+    NH = fam.h_blocks * nOut
+    Wh_x = xp.ascontiguousarray(Wh[:, NH:]) if fam.h_blocks < fam.gates else None
+    return Wx, xp.ascontiguousarray(Wh[:, :NH]), Wh_x
+
+
+def _forward(family, dims, x, hI, keep, seq_len, fwd, *, cI=None, Wx=None, Wh=None, W=None,
+             b=None, P=None, clip=np.inf, activation=0, acts=LSTM_ACTIVATIONS, z=None):
+    """The forward time loop of `family` on the GPU (cells._cpu._forward's arguments and
+    results: (h, hL, cL, gates, c, aux), the last three every step's with keep, else None).
+    z [bS, G], when given, receives the pre-activations of the last step (all rows active)."""
+    xp, launcher = _runtime(x)
+    fam = FAMILIES[family]
+    sL, bS, nIn, nOut = dims
+    G, NH, dtype = fam.gates * nOut, fam.h_blocks * nOut, x.dtype
+    two_phases = fam.h_blocks < fam.gates
+    x, hI, cI, b, P = (_c_order(xp, a) for a in (x, hI, cI, b, P))
+    Wx, Wh_h, Wh_x = _weights(xp, fam, nOut, Wx, Wh, W)
+    # Training: every step's gates overwrite their own input projection.
+    gates = xp.empty((sL if keep else 1, bS, G), dtype)
+    gx = gates if keep else xp.empty((sL, bS, G), dtype)
+    xp.matmul(x.reshape(sL * bS, nIn), Wx, out=gx.reshape(sL * bS, G))
+    if b is not None:
+        gx += b
+    aux = None
+    if fam.aux:
+        aux = xp.empty((sL if keep and fam.aux_kept else 1, bS, nOut), dtype)
+    c = xp.empty((sL, bS, nOut), dtype) if keep and fam.cell_state else None
+    h = xp.empty((sL, bS, nOut), dtype)
+    hs = xp.empty((2, bS, nOut), dtype)
+    cs = xp.empty((2, bS, nOut), dtype) if fam.cell_state else None
+    gh_h = xp.empty((bS, NH), dtype)
+    gh_x = xp.empty((bS, G - NH), dtype) if two_phases else None
+    lengths = None if seq_len is None else xp.asarray(seq_len, dtype=np.int64)
+    options = _options(clip, activation, acts)
+    for t in range(sL):
+        hcur = hI if t == 0 else hs[t % 2]
+        ccur = cI if t == 0 or cs is None else cs[t % 2]
+        hnxt = hs[(t + 1) % 2]
+        cnxt = None if cs is None else cs[(t + 1) % 2]
+        xp.matmul(hcur, Wh_h, out=gh_h)
+        if z is not None and t == sL - 1:
+            xp.add(gx[sL - 1 if fwd else 0], gh_h, out=z)
+        args = [np.int64(bS), np.int64(nOut), np.int64(sL), np.int64(t), np.int32(fwd),
+                np.int32(keep), lengths, *options, gx, gh_h, gh_x, hcur, ccur, P, gates, aux,
+                hnxt, cnxt, h, c]
+        launcher.launch(family, "forward", dtype, bS * nOut, args)
+        if two_phases:
+            xp.matmul(aux[0], Wh_x, out=gh_x)
+            launcher.launch(family, "forward_b", dtype, bS * nOut, args)
+    hL = (hI if sL == 0 else hs[sL % 2]).copy()
+    cL = None
+    if fam.cell_state:
+        cL = (cI if sL == 0 else cs[sL % 2]).copy()
+    if not keep:
+        return h, hL, cL, None, None, None
+    return h, hL, cL, gates, c, (aux if fam.aux_kept else None)
+
+
+def _prev_state_pairs(xp, sL, bS, seq_len, fwd, init, states, D):
+    """The pairs (A, B) of [rows, ...] arrays whose row-wise products, summed over the rows of
+    every pair, are Σ over every step (tau, row) of prev(tau, row) and D(tau, row): prev the
+    value of `states` [sL, bS, n] that entered the step, `init` [bS, n] at a row's first step
+    (cells/_loops.pxd's prev_state_product: forward, states shifted by one step and init at
+    tau = 0; in reverse, shifted the other way and init at tau = len-1). D [sL, bS, m] is 0 at
+    padded steps. sL > 0."""
+    n, m = states.shape[2], D.shape[2]
+    if fwd:
+        return [(init, D[0]),
+                (states[:-1].reshape(-1, n), D[1:].reshape(-1, m))]
+    if seq_len is None:
+        first = D[sL - 1]
+    else:
+        lengths = xp.asarray(seq_len, dtype=np.int64)
+        first = D[xp.maximum(lengths - 1, 0), xp.arange(bS)]
+        first = xp.where((lengths > 0)[:, None], first, 0).astype(D.dtype, copy=False)
+    return [(init, first),
+            (states[1:].reshape(-1, n), D[:-1].reshape(-1, m))]
+
+
+def _prev_state_product(xp, sL, bS, seq_len, fwd, init, states, D):
+    """Σ prevᵀ·D over every step ([n, m]): a recurrent weight's gradient."""
+    if sL == 0:
+        return xp.zeros((states.shape[2], D.shape[2]), D.dtype)
+    pairs = _prev_state_pairs(xp, sL, bS, seq_len, fwd, init, states, D)
+    return sum(A.T @ B for A, B in pairs)
+
+
+def _prev_state_sum(xp, sL, bS, seq_len, fwd, init, states, D):
+    """Σ prev∘D over every step and row ([n]): a peephole's gradient."""
+    if sL == 0:
+        return xp.zeros(D.shape[2], D.dtype)
+    pairs = _prev_state_pairs(xp, sL, bS, seq_len, fwd, init, states, D)
+    return sum((A * B).sum(axis=0) for A, B in pairs)
+
+
+def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, dLdhL=None,
+              dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None, clip=np.inf,
+              activation=0, acts=LSTM_ACTIVATIONS, input_grad=True):
+    """The backward time loop of `family` on the GPU, on `saved` = (h, gates, c, aux) of its
+    forward with keep (cells._cpu._backward's arguments and results, without the projection:
+    (dLdx, dLdhI, dLdcI, dLdWx, dLdWh (with W: dLdW, None), dLdb, dLdP)). gates and a kept aux
+    are overwritten with gradients (dL/dz, and the lbr GRU's dL/dhc)."""
+    xp, launcher = _runtime(x)
+    fam = FAMILIES[family]
+    sL, bS, nIn, nOut = dims
+    G, NH, dtype, SB = fam.gates * nOut, fam.h_blocks * nOut, x.dtype, sL * bS
+    two_phases = fam.h_blocks < fam.gates
+    x, hI, cI, P, dLdh, dLdgates = (_c_order(xp, a) for a in (x, hI, cI, P, dLdh, dLdgates))
+    h, gates, c, aux = saved
+    h, c = _c_order(xp, h), _c_order(xp, c)
+    gates = _c_order(xp, gates)   # a copy only for a cell's gates put together by its face
+    if fam.aux and not fam.aux_kept:
+        aux = xp.empty((sL, bS, nOut), dtype)
+    Wx_op, Wh_h, Wh_x = _weights(xp, fam, nOut, Wx, Wh, W)
+    dh = xp.zeros((bS, nOut), dtype) if dLdhL is None else xp.array(dLdhL, dtype, order="C")
+    dhr = xp.zeros((bS, nOut), dtype)
+    dc = None
+    if fam.cell_state:
+        dc = xp.zeros((bS, nOut), dtype) if dLdcL is None else xp.array(dLdcL, dtype, order="C")
+    d_h = xp.empty((bS, NH), dtype)
+    d_x = xp.empty((bS, G - NH), dtype) if two_phases else None
+    daux = xp.empty((bS, nOut), dtype) if two_phases else None
+    lengths = None if seq_len is None else xp.asarray(seq_len, dtype=np.int64)
+    options = _options(clip, activation, acts)
+    for t in range(sL - 1, -1, -1):
+        args = [np.int64(bS), np.int64(nOut), np.int64(sL), np.int64(t), np.int32(fwd),
+                lengths, *options, dLdh, dLdgates, gates, aux, daux, hI, h, cI, c, P, dh, dhr,
+                dc, d_h, d_x]
+        launcher.launch(family, "backward", dtype, bS * nOut, args)
+        if two_phases:
+            xp.matmul(d_x, Wh_x.T, out=daux)
+            launcher.launch(family, "backward_b", dtype, bS * nOut, args)
+        # dL/dhPrev's product: the next (earlier) step's kernel adds it to dh.
+        xp.matmul(d_h, Wh_h.T, out=dhr)
+    dLdhI = dh + dhr
+
+    dz = gates.reshape(SB, G)
+    dLdx = (dz @ Wx_op.T).reshape(sL, bS, nIn) if input_grad else None
+    dLdWx = x.reshape(SB, nIn).T @ dz
+    dLdb = dz.sum(axis=0)
+    # Each block's recurrent-side gradient: dz, but aux where the family keeps it there.
+    D = gates[:, :, :NH]
+    if fam.aux_grad_block >= 0:
+        D = D.copy()
+        k = fam.aux_grad_block
+        D[:, :, k * nOut:(k + 1) * nOut] = aux
+    dLdWh = _prev_state_product(xp, sL, bS, seq_len, fwd, hI, h.reshape(sL, bS, nOut), D)
+    if two_phases:  # the blocks that multiply aux: Σ auxᵀ·dz
+        dLdWh = xp.concatenate([dLdWh, aux.reshape(SB, nOut).T @ dz[:, NH:]], axis=1)
+    dLdP = None
+    if P is not None:
+        dLdP = _param_grad(xp, family, dims, seq_len, fwd, gates, aux, cI, c)
+    if W is not None:
+        return dLdx, dLdhI, dc, xp.concatenate([dLdWh.T, dLdWx.T], axis=1), None, dLdb, dLdP
+    return dLdx, dLdhI, dc, dLdWx, dLdWh, dLdb, dLdP
+
+
+def _param_grad(xp, family, dims, seq_len, fwd, dz, aux, cI, c):
+    """dL/dP, the family's own parameters, as reductions over every step: the lbr GRU's bh_c
+    (Σ dL/dhc, which aux holds), the LSTM's peepholes (i, f, o): Σ dzi∘cPrev, Σ dzf∘cPrev,
+    Σ dzo∘c."""
+    sL, bS, _, nOut = dims
+    if family == "gru_linear_before_reset":
+        return aux.reshape(sL * bS, nOut).sum(axis=0)
+    dzi, dzf, dzo = dz[:, :, :nOut], dz[:, :, nOut:2 * nOut], dz[:, :, 3 * nOut:]
+    return xp.concatenate([
+        _prev_state_sum(xp, sL, bS, seq_len, fwd, cI, c, dzi),
+        _prev_state_sum(xp, sL, bS, seq_len, fwd, cI, c, dzf),
+        (dzo * c).reshape(sL * bS, nOut).sum(axis=0)])
+
+
+# ---------------------------------------------------------------------------------------------
+# GRU
+# ---------------------------------------------------------------------------------------------
+
+def _gru_family(lbr):
+    return "gru_linear_before_reset" if lbr else "gru_reset_before"
+
+
+def _split_bias(xp, b, nOut, lbr):
+    """cells._cpu._split_bias on the call's array module: (bx [3nOut], bhc [nOut] or None)."""
+    if b.ndim == 1:
+        return b, (xp.zeros(nOut, b.dtype) if lbr else None)
+    if not lbr:
+        return b[0] + b[1], None
+    bx = b[0].copy()
+    bx[:2 * nOut] += b[1, :2 * nOut]
+    return bx, b[1, 2 * nOut:]
+
+
+def _bias_grad(xp, b, dLdbx, dLdbhc, lbr):
+    """cells._cpu._bias_grad on the call's array module: dL/db in b's layout."""
+    if b.ndim == 1:
+        return dLdbx
+    dLdb = xp.stack([dLdbx, dLdbx])
+    if lbr:
+        dLdb[1, 2 * dLdbhc.shape[0]:] = dLdbhc
+    return dLdb
+
+
+def gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=True):
+    """As cells._cpu.gru_forward: (h [sL, bS, nOut], gates, hc)."""
+    bx, bhc = _split_bias(_xp(x), b, dims[3], lbr)
+    h, _, _, gates, _, hc = _forward(_gru_family(lbr), dims, x, hI, keep, seq_len, fwd,
+                                     Wx=Wx, Wh=Wh, b=bx, P=bhc)
+    return h, gates, hc
+
+
+def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n_threads,
+                 seq_len=None, fwd=True, input_grad=True):
+    """As cells._cpu.gru_backward: (dLdx, dLdhI, dLdWx, dLdWh, dLdb in b's layout)."""
+    xp = _xp(x)
+    if saved is None:
+        saved = gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
+    h, gates, hc = saved
+    _, bhc = _split_bias(xp, b, dims[3], lbr)
+    dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc = _backward(
+        _gru_family(lbr), dims, x, hI, (h, gates, None, hc), seq_len, fwd, dLdh=dLdh,
+        dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc, input_grad=input_grad)
+    return dLdx, dLdhI, dLdWx, dLdWh, _bias_grad(xp, b, dLdbx, dLdbhc, lbr)
+
+
+# ---------------------------------------------------------------------------------------------
+# LSTM
+# ---------------------------------------------------------------------------------------------
+
+def _state(xp, a, bS, nOut, dtype):
+    """An initial state: `a`, or zeros when it is None."""
+    return xp.zeros((bS, nOut), dtype) if a is None else a
+
+
+def _kernel_clip(cell_clip):
+    """The kernels' clip bound: +inf stands for no clipping (cell_clip = 0)."""
+    return cell_clip if cell_clip > 0 else np.inf
+
+
+def _no_projection(Wproj):
+    if Wproj is not None:
+        raise NotImplementedError("Wproj: the LSTM's projection does not run on the GPU yet; "
+                                  "pass numpy.ndarray arrays to run it on the CPU")
+
+
+def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads,
+                 acts=LSTM_ACTIVATIONS):
+    """As cells._cpu.lstm_forward (without Wproj): (h, hL, cL, c, gates, m = None)."""
+    _no_projection(Wproj)
+    xp = _xp(x)
+    _, bS, _, nOut = dims
+    h, hL, cL, gates, c, _ = _forward(
+        "lstm", dims, x, _state(xp, hI, bS, nOut, x.dtype), keep, lengths, fwd,
+        cI=_state(xp, cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp,
+        clip=_kernel_clip(clip), acts=acts)
+    return h, hL, cL, c, gates, None
+
+
+def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, saved, dLdh,
+                  dLdhL, dLdcL, n_threads, acts=LSTM_ACTIVATIONS, input_grad=True):
+    """As cells._cpu.lstm_backward (without Wproj): (dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI,
+    dLdWp, dLdWproj = None)."""
+    _no_projection(Wproj)
+    xp = _xp(x)
+    _, bS, _, nOut = dims
+    if saved is None:
+        h, _, _, c, gates, _ = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
+                                            lengths, fwd, True, n_threads, acts)
+    else:
+        h, c, gates, _ = saved
+    dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp = _backward(
+        "lstm", dims, x, _state(xp, hI, bS, nOut, x.dtype), (h, gates, c, None), lengths, fwd,
+        cI=_state(xp, cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, Wx=Wx,
+        Wh=Wr, P=Wp, clip=_kernel_clip(clip), acts=acts, input_grad=input_grad)
+    return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, None
+
+
+# ---------------------------------------------------------------------------------------------
+# LLTM (its weights W [3S, S + nIn] in PyTorch's layout, columns h then x)
+# ---------------------------------------------------------------------------------------------
+
+def lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
+    """As cells._cpu.lltm_forward: (h, hL, cL, gates, c)."""
+    h, hL, cL, gates, c, _ = _forward("lltm", dims, x, hI, keep, lens, fwd, cI=cI, W=W, b=b,
+                                      z=z)
+    return h, hL, cL, gates, c
+
+
+def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads, b=None,
+                  lens=None, input_grad=True):
+    """As cells._cpu.lltm_backward: (dLdx, dLdW, dLdb, dLdhI, dLdcI)."""
+    if saved is None:
+        h, _, _, gates, c = lltm_forward(dims, x, W, b, hI, cI, lens, fwd, True, n_threads)
+    else:
+        h, gates, c = saved
+    _, bS, _, S = dims
+    dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _ = _backward(
+        "lltm", dims, x, hI, (h, gates, c, None), lens, fwd,
+        cI=_state(_xp(x), cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W,
+        input_grad=input_grad)
+    return dLdx, dLdW, dLdb, dLdhI, dLdcI
+
+
+# ---------------------------------------------------------------------------------------------
+# RNN
+# ---------------------------------------------------------------------------------------------
+
+def _rnn_bias(b):
+    """bx + bh: b is [nOut] (bx alone) or [2, nOut] (rows bx, bh), a plain sum either way."""
+    return b if b.ndim == 1 else b[0] + b[1]
+
+
+def rnn_forward(dims, x, hI, Wx, Wh, b, activation, keep, n_threads, seq_len=None, fwd=True):
+    """As cells._cpu.rnn_forward: (h, hL, gates)."""
+    h, hL, _, gates, _, _ = _forward("rnn", dims, x, hI, keep, seq_len, fwd, Wx=Wx, Wh=Wh,
+                                     b=_rnn_bias(b), activation=RNN_ACTIVATIONS[activation])
+    return h, hL, gates
+
+
+def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_threads,
+                 seq_len=None, fwd=True, input_grad=True):
+    """As cells._cpu.rnn_backward: (dLdx, dLdhI, dLdWx, dLdWh, dLdb in b's layout)."""
+    if saved is None:
+        h, _, gates = rnn_forward(dims, x, hI, Wx, Wh, b, activation, True, n_threads, seq_len,
+                                  fwd)
+    else:
+        h, gates = saved
+    dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _ = _backward(
+        "rnn", dims, x, hI, (h, gates, None, None), seq_len, fwd, dLdh=dLdh, dLdhL=dLdhLast,
+        Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation], input_grad=input_grad)
+    return dLdx, dLdhI, dLdWx, dLdWh, (dLdb if b.ndim == 1 else _xp(x).stack([dLdb, dLdb]))
