@@ -30,6 +30,10 @@ import numpy as np
 
 from cells import _time_loop
 from cells import _validate as check
+from cells._params import (
+    RNN_ACTIVATIONS, gru_bias_grad, gru_family, initial_state, kernel_clip, rnn_bias,
+    rnn_bias_grad, split_gru_bias,
+)
 from cells._threads import sequential_blas
 
 
@@ -65,7 +69,8 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     [sL, bS, nOut] (the unprojected output, with Wproj), else None. `gh` [bS, G], when given,
     keeps the last step's recurrent products (the LLTM: its pre-activations)."""
     sL, bS, nIn, nOut = dims
-    n_gates, cell_state, has_aux, aux_kept, _ = _time_loop.family_buffers(family)
+    fam = _time_loop.family(family)
+    n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
     G, dtype, steps = n_gates * nOut, x.dtype, (sL if keep else 1)
     nState = nOut if Wproj is None else Wproj.shape[1]
     gates = np.empty((steps, bS, G), dtype)
@@ -104,7 +109,9 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     dLdcI [bS, nOut] or None, dLdWx, dLdWh (with W: dLdW, None), dLdb [G], dLdP like P or
     None, dLdWproj like Wproj or None); gates and a kept aux are consumed."""
     sL, bS, nIn, nOut = dims
-    n_gates, cell_state, has_aux, aux_kept, two_phases = _time_loop.family_buffers(family)
+    fam = _time_loop.family(family)
+    n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
+    two_phases = fam.h_blocks < fam.gates
     G, dtype = n_gates * nOut, x.dtype
     nState = nOut if Wproj is None else Wproj.shape[1]
     projected = Wproj is not None
@@ -145,29 +152,12 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
 # GRU
 # ---------------------------------------------------------------------------------------------
 
-def _gru_family(lbr):
-    return "gru_linear_before_reset" if lbr else "gru_reset_before"
-
-
-def _split_bias(b, nOut, lbr):
-    """(bx, bhc): bx [3nOut] holds every bias that is a plain sum in the pre-activations
-    (bh_r, bh_u always, bh_c too when reset-before); bhc [nOut] is the recurrent candidate bias
-    that sits inside r∘(hPrev·Wh_c + bh_c) (linear_before_reset only, else None)."""
-    if b.ndim == 1:
-        return b, (np.zeros(nOut, b.dtype) if lbr else None)
-    if not lbr:
-        return b[0] + b[1], None
-    bx = b[0].copy()
-    bx[:2 * nOut] += b[1, :2 * nOut]
-    return bx, b[1, 2 * nOut:]
-
-
 def gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=True):
     """Run the GRU forward (linear_before_reset `lbr`); return (h [sL, bS, nOut], gates
     [sL, bS, 3nOut], hc [sL, bS, nOut]): with keep, gates and hc are every step's (hc None
     without lbr); without, both are None. h is 0 at padded steps."""
-    bx, bhc = _split_bias(b, dims[3], lbr)
-    h, _, _, gates, _, hc, _ = _forward(_gru_family(lbr), dims, x, hI, keep, n_threads,
+    bx, bhc = split_gru_bias(np, b, dims[3], lbr)
+    h, _, _, gates, _, hc, _ = _forward(gru_family(lbr), dims, x, hI, keep, n_threads,
                                         seq_len, fwd, Wx=Wx, Wh=Wh, b=bx, P=bhc)
     return h, gates, hc
 
@@ -182,38 +172,17 @@ def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n
     if saved is None:
         saved = gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
     h, gates, hc = saved
-    _, bhc = _split_bias(b, dims[3], lbr)
+    _, bhc = split_gru_bias(np, b, dims[3], lbr)
     dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc, _ = _backward(
-        _gru_family(lbr), dims, x, hI, (h, gates, None, hc, None), n_threads, seq_len, fwd,
+        gru_family(lbr), dims, x, hI, (h, gates, None, hc, None), n_threads, seq_len, fwd,
         dLdh=dLdh, dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc,
         input_grad=input_grad)
-    return dLdx, dLdhI, dLdWx, dLdWh, _bias_grad(b, dLdbx, dLdbhc, lbr)
-
-
-def _bias_grad(b, dLdbx, dLdbhc, lbr):
-    """dL/db in b's layout, from dLdbx = Σ dz and (lbr) dLdbhc = Σ dL/dhc. The recurrent biases
-    bh_r, bh_u (and bh_c when reset-before) are plain sums with bx, so they share its gradient."""
-    if b.ndim == 1:
-        return dLdbx
-    dLdb = np.stack([dLdbx, dLdbx])
-    if lbr:
-        dLdb[1, 2 * dLdbhc.shape[0]:] = dLdbhc
-    return dLdb
+    return dLdx, dLdhI, dLdWx, dLdWh, gru_bias_grad(np, b, dLdbx, dLdbhc, lbr)
 
 
 # ---------------------------------------------------------------------------------------------
 # LSTM
 # ---------------------------------------------------------------------------------------------
-
-def _state(a, bS, nOut, dtype):
-    """An initial state: `a`, or zeros when it is None."""
-    return np.zeros((bS, nOut), dtype) if a is None else a
-
-
-def _kernel_clip(cell_clip):
-    """The time loop's clip bound: +inf stands for no clipping (cell_clip = 0)."""
-    return cell_clip if cell_clip > 0 else np.inf
-
 
 def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads,
                  acts=_time_loop.LSTM_ACTIVATIONS):
@@ -225,9 +194,9 @@ def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep
     _, bS, _, nOut = dims
     nState = nOut if Wproj is None else Wproj.shape[1]
     h, hL, cL, gates, c, _, m = _forward(
-        "lstm", dims, x, _state(hI, bS, nState, x.dtype), keep, n_threads, lengths, fwd,
-        cI=_state(cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, Wproj=Wproj,
-        clip=_kernel_clip(clip), lstm_acts=acts)
+        "lstm", dims, x, initial_state(np, hI, bS, nState, x.dtype), keep, n_threads, lengths, fwd,
+        cI=initial_state(np, cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, Wproj=Wproj,
+        clip=kernel_clip(clip), lstm_acts=acts)
     return h, hL, cL, c, gates, m
 
 
@@ -247,10 +216,10 @@ def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, sav
     else:
         h, c, gates, m = saved
     dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp, dLdWproj = _backward(
-        "lstm", dims, x, _state(hI, bS, nState, x.dtype), (h, gates, c, None, m), n_threads,
-        lengths, fwd, cI=_state(cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
-        Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=_kernel_clip(clip), lstm_acts=acts,
-        input_grad=input_grad)
+        "lstm", dims, x, initial_state(np, hI, bS, nState, x.dtype), (h, gates, c, None, m),
+        n_threads, lengths, fwd, cI=initial_state(np, cI, bS, nOut, x.dtype), dLdh=dLdh,
+        dLdhL=dLdhL, dLdcL=dLdcL, Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=kernel_clip(clip),
+        lstm_acts=acts, input_grad=input_grad)
     return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, dLdWproj
 
 
@@ -283,7 +252,7 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
     _, bS, _, S = dims
     dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _, _ = _backward(
         "lltm", dims, x, hI, (h, gates, c, None, None), n_threads, lens, fwd,
-        cI=_state(cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W,
+        cI=initial_state(np, cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W,
         input_grad=input_grad)
     return dLdx, dLdW, dLdb, dLdhI, dLdcI
 
@@ -292,20 +261,11 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
 # RNN
 # ---------------------------------------------------------------------------------------------
 
-# The time loop's activation codes (include/cells/activations.h: libnd4j's).
-RNN_ACTIVATIONS = {"tanh": 0, "relu": 1}
-
-
-def _rnn_bias(b):
-    """bx + bh: b is [nOut] (bx alone) or [2, nOut] (rows bx, bh), a plain sum either way."""
-    return b if b.ndim == 1 else b[0] + b[1]
-
-
 def rnn_forward(dims, x, hI, Wx, Wh, b, activation, keep, n_threads, seq_len=None, fwd=True):
     """Run the RNN forward (activation "tanh" or "relu"); return (h [sL, bS, nOut], hL
     [bS, nOut], gates [sL, bS, nOut]): gates, every step's act(z), with keep, else None."""
     h, hL, _, gates, _, _, _ = _forward(
-        "rnn", dims, x, hI, keep, n_threads, seq_len, fwd, Wx=Wx, Wh=Wh, b=_rnn_bias(b),
+        "rnn", dims, x, hI, keep, n_threads, seq_len, fwd, Wx=Wx, Wh=Wh, b=rnn_bias(b),
         activation=RNN_ACTIVATIONS[activation])
     return h, hL, gates
 
@@ -325,4 +285,4 @@ def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_th
         "rnn", dims, x, hI, (h, gates, None, None, None), n_threads, seq_len, fwd, dLdh=dLdh,
         dLdhL=dLdhLast, Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation],
         input_grad=input_grad)
-    return dLdx, dLdhI, dLdWx, dLdWh, (dLdb if b.ndim == 1 else np.stack([dLdb, dLdb]))
+    return dLdx, dLdhI, dLdWx, dLdWh, rnn_bias_grad(np, b, dLdb)

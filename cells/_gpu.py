@@ -17,38 +17,18 @@ arrays to cells._cpu, never here).
 
 Not on the GPU yet (a NotImplementedError naming the argument): the LSTM's projection Wproj.
 """
-from typing import NamedTuple
-
 import numpy as np
 
-from cells import _backend, cuda
+from cells import _backend, _time_loop, cuda
+from cells._params import (
+    RNN_ACTIVATIONS, gru_bias_grad, gru_family, initial_state, kernel_clip, rnn_bias,
+    rnn_bias_grad, split_gru_bias,
+)
+from cells._time_loop import LSTM_ACTIVATIONS
 
 
-class Family(NamedTuple):
-    """What the orchestration needs of a family: its row of include/cells/families.h's table
-    (tests/test_gpu_emulation.py checks it against the compiled table)."""
-
-    gates: int           # gate blocks of nOut columns: G = gates·nOut
-    h_blocks: int        # blocks [0, h_blocks) multiply hPrev, the others aux (a second phase)
-    cell_state: bool
-    aux: bool
-    aux_kept: bool
-    aux_grad_block: int  # -1, or the block whose recurrent-side gradient the backward keeps in aux
-
-
-FAMILIES = {
-    "gru_reset_before": Family(3, 2, False, True, False, -1),
-    "gru_linear_before_reset": Family(3, 3, False, True, True, 2),
-    "lstm": Family(4, 4, True, False, False, -1),
-    "lltm": Family(3, 3, True, False, False, -1),
-    "rnn": Family(1, 1, False, False, False, -1),
-}
-
-# The LSTM's default activations (cells/_time_loop.pyx's LSTM_ACTIVATIONS): σ, tanh, tanh.
-LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
-
-# The kernels' activation codes of the RNN (include/cells/activations.h).
-RNN_ACTIVATIONS = {"tanh": 0, "relu": 1}
+# Each family's row of include/cells/families.h's table, as the CPU extension compiled it.
+FAMILIES = {name: _time_loop.family(name) for name in _time_loop.FAMILIES}
 
 
 def _runtime(a):
@@ -268,35 +248,10 @@ def _param_grad(xp, family, dims, seq_len, fwd, dz, aux, cI, c):
 # GRU
 # ---------------------------------------------------------------------------------------------
 
-def _gru_family(lbr):
-    return "gru_linear_before_reset" if lbr else "gru_reset_before"
-
-
-def _split_bias(xp, b, nOut, lbr):
-    """cells._cpu._split_bias on the call's array module: (bx [3nOut], bhc [nOut] or None)."""
-    if b.ndim == 1:
-        return b, (xp.zeros(nOut, b.dtype) if lbr else None)
-    if not lbr:
-        return b[0] + b[1], None
-    bx = b[0].copy()
-    bx[:2 * nOut] += b[1, :2 * nOut]
-    return bx, b[1, 2 * nOut:]
-
-
-def _bias_grad(xp, b, dLdbx, dLdbhc, lbr):
-    """cells._cpu._bias_grad on the call's array module: dL/db in b's layout."""
-    if b.ndim == 1:
-        return dLdbx
-    dLdb = xp.stack([dLdbx, dLdbx])
-    if lbr:
-        dLdb[1, 2 * dLdbhc.shape[0]:] = dLdbhc
-    return dLdb
-
-
 def gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=True):
     """As cells._cpu.gru_forward: (h [sL, bS, nOut], gates, hc)."""
-    bx, bhc = _split_bias(_xp(x), b, dims[3], lbr)
-    h, _, _, gates, _, hc = _forward(_gru_family(lbr), dims, x, hI, keep, seq_len, fwd,
+    bx, bhc = split_gru_bias(_xp(x), b, dims[3], lbr)
+    h, _, _, gates, _, hc = _forward(gru_family(lbr), dims, x, hI, keep, seq_len, fwd,
                                      Wx=Wx, Wh=Wh, b=bx, P=bhc)
     return h, gates, hc
 
@@ -308,26 +263,16 @@ def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n
     if saved is None:
         saved = gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
     h, gates, hc = saved
-    _, bhc = _split_bias(xp, b, dims[3], lbr)
+    _, bhc = split_gru_bias(xp, b, dims[3], lbr)
     dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc = _backward(
-        _gru_family(lbr), dims, x, hI, (h, gates, None, hc), seq_len, fwd, dLdh=dLdh,
+        gru_family(lbr), dims, x, hI, (h, gates, None, hc), seq_len, fwd, dLdh=dLdh,
         dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc, input_grad=input_grad)
-    return dLdx, dLdhI, dLdWx, dLdWh, _bias_grad(xp, b, dLdbx, dLdbhc, lbr)
+    return dLdx, dLdhI, dLdWx, dLdWh, gru_bias_grad(xp, b, dLdbx, dLdbhc, lbr)
 
 
 # ---------------------------------------------------------------------------------------------
 # LSTM
 # ---------------------------------------------------------------------------------------------
-
-def _state(xp, a, bS, nOut, dtype):
-    """An initial state: `a`, or zeros when it is None."""
-    return xp.zeros((bS, nOut), dtype) if a is None else a
-
-
-def _kernel_clip(cell_clip):
-    """The kernels' clip bound: +inf stands for no clipping (cell_clip = 0)."""
-    return cell_clip if cell_clip > 0 else np.inf
-
 
 def _no_projection(Wproj):
     if Wproj is not None:
@@ -342,9 +287,9 @@ def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep
     xp = _xp(x)
     _, bS, _, nOut = dims
     h, hL, cL, gates, c, _ = _forward(
-        "lstm", dims, x, _state(xp, hI, bS, nOut, x.dtype), keep, lengths, fwd,
-        cI=_state(xp, cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp,
-        clip=_kernel_clip(clip), acts=acts)
+        "lstm", dims, x, initial_state(xp, hI, bS, nOut, x.dtype), keep, lengths, fwd,
+        cI=initial_state(xp, cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp,
+        clip=kernel_clip(clip), acts=acts)
     return h, hL, cL, c, gates, None
 
 
@@ -361,9 +306,9 @@ def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, sav
     else:
         h, c, gates, _ = saved
     dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp = _backward(
-        "lstm", dims, x, _state(xp, hI, bS, nOut, x.dtype), (h, gates, c, None), lengths, fwd,
-        cI=_state(xp, cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, Wx=Wx,
-        Wh=Wr, P=Wp, clip=_kernel_clip(clip), acts=acts, input_grad=input_grad)
+        "lstm", dims, x, initial_state(xp, hI, bS, nOut, x.dtype), (h, gates, c, None), lengths,
+        fwd, cI=initial_state(xp, cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
+        Wx=Wx, Wh=Wr, P=Wp, clip=kernel_clip(clip), acts=acts, input_grad=input_grad)
     return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, None
 
 
@@ -388,7 +333,7 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
     _, bS, _, S = dims
     dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _ = _backward(
         "lltm", dims, x, hI, (h, gates, c, None), lens, fwd,
-        cI=_state(_xp(x), cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W,
+        cI=initial_state(_xp(x), cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W,
         input_grad=input_grad)
     return dLdx, dLdW, dLdb, dLdhI, dLdcI
 
@@ -397,15 +342,10 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
 # RNN
 # ---------------------------------------------------------------------------------------------
 
-def _rnn_bias(b):
-    """bx + bh: b is [nOut] (bx alone) or [2, nOut] (rows bx, bh), a plain sum either way."""
-    return b if b.ndim == 1 else b[0] + b[1]
-
-
 def rnn_forward(dims, x, hI, Wx, Wh, b, activation, keep, n_threads, seq_len=None, fwd=True):
     """As cells._cpu.rnn_forward: (h, hL, gates)."""
     h, hL, _, gates, _, _ = _forward("rnn", dims, x, hI, keep, seq_len, fwd, Wx=Wx, Wh=Wh,
-                                     b=_rnn_bias(b), activation=RNN_ACTIVATIONS[activation])
+                                     b=rnn_bias(b), activation=RNN_ACTIVATIONS[activation])
     return h, hL, gates
 
 
@@ -420,4 +360,4 @@ def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_th
     dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _ = _backward(
         "rnn", dims, x, hI, (h, gates, None, None), seq_len, fwd, dLdh=dLdh, dLdhL=dLdhLast,
         Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation], input_grad=input_grad)
-    return dLdx, dLdhI, dLdWx, dLdWh, (dLdb if b.ndim == 1 else _xp(x).stack([dLdb, dLdb]))
+    return dLdx, dLdhI, dLdWx, dLdWh, rnn_bias_grad(_xp(x), b, dLdb)

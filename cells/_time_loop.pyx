@@ -48,6 +48,8 @@ from cells._loops cimport (
 from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
 from cells._panels cimport PackedWeights, free_packed, gemm_packed, pack_weights, project
 
+from typing import NamedTuple
+
 import numpy as np
 
 cnp.import_array()
@@ -593,9 +595,22 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
             backward_loop(&L, <double>0)
 
 
-def family_buffers(str family):
-    """What a family's time loop keeps and needs, for the backend that allocates its arrays:
-    (gates, cell_state, aux, aux_kept, two_phases), as the family's row of the table in
-    include/cells/families.h says."""
-    cdef cells_family_info fam = cells_families[<int>FAMILIES[family]]
-    return fam.gates, fam.cell_state, fam.aux, fam.aux_kept, fam.h_blocks < fam.gates
+class Family(NamedTuple):
+    """A family's row of include/cells/families.h's table (its fields say what they mean there),
+    for the backends that allocate its buffers."""
+
+    gates: int
+    cell_state: bool
+    h_blocks: int
+    aux: bool
+    aux_kept: bool
+    aux_grad_block: int
+    param_blocks: int
+    projects: bool
+
+
+def family(str name):
+    """The Family of `name` (a key of FAMILIES), read from the compiled table."""
+    cdef cells_family_info fam = cells_families[<int>FAMILIES[name]]
+    return Family(fam.gates, fam.cell_state, fam.h_blocks, fam.aux, fam.aux_kept,
+                  fam.aux_grad_block, fam.param_blocks, fam.projects)

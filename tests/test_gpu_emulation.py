@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cells import _backend, _cpu, _gpu, _time_loop
+from cells import _backend, _cpu, _gpu
 from gru_reference import F32_FWD_TOL, F32_SEQ_GRAD_TOL, F64_TOL, assert_close
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
@@ -49,12 +49,6 @@ def compare(gpu, cpu, names, tol):
 def copies(saved):
     """A workspace's arrays, copied: each backend's backward consumes its own."""
     return tuple(None if a is None else a.copy() for a in saved)
-
-
-def test_the_family_table_is_the_compiled_one():
-    for family, row in _gpu.FAMILIES.items():
-        assert _time_loop.family_buffers(family) == (
-            row.gates, row.cell_state, row.aux, row.aux_kept, row.h_blocks < row.gates)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
