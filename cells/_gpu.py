@@ -15,7 +15,6 @@ NVRTC's kernels for CuPy arrays; NumPy and the kernels compiled for the CPU with
 NumPy arrays, which is how the tests run this module without a GPU (cells._backend sends NumPy
 arrays to cells._cpu, never here).
 
-Not on the GPU yet (a NotImplementedError naming the argument): the LSTM's projection Wproj.
 """
 import numpy as np
 
@@ -79,16 +78,22 @@ def _weights(xp, fam, nOut, Wx, Wh, W):
 
 
 def _forward(family, dims, x, hI, keep, seq_len, fwd, *, cI=None, Wx=None, Wh=None, W=None,
-             b=None, P=None, clip=np.inf, activation=0, acts=LSTM_ACTIVATIONS, z=None):
+             b=None, P=None, Wproj=None, clip=np.inf, activation=0, acts=LSTM_ACTIVATIONS,
+             z=None):
     """The forward time loop of `family` on the GPU (cells._cpu._forward's arguments and
-    results: (h, hL, cL, gates, c, aux), the last three every step's with keep, else None).
-    z [bS, G], when given, receives the pre-activations of the last step (all rows active)."""
+    results: (h, hL, cL, gates, c, aux, m), the last four every step's with keep, else None).
+    z [bS, G], when given, receives the pre-activations of the last step (all rows active).
+
+    With Wproj [nOut, nProj] the kernels write the step's output m = o∘tanh(c) (into ms, and
+    at its time index into m), which this loop projects: the state is m·Wproj, nProj wide."""
     xp, launcher = _runtime(x)
     fam = FAMILIES[family]
     sL, bS, nIn, nOut = dims
     G, NH, dtype = fam.gates * nOut, fam.h_blocks * nOut, x.dtype
     two_phases = fam.h_blocks < fam.gates
-    x, hI, cI, b, P = (_c_order(xp, a) for a in (x, hI, cI, b, P))
+    x, hI, cI, b, P, Wproj = (_c_order(xp, a) for a in (x, hI, cI, b, P, Wproj))
+    projected = Wproj is not None
+    nState = Wproj.shape[1] if projected else nOut
     Wx, Wh_h, Wh_x = _weights(xp, fam, nOut, Wx, Wh, W)
     # Training: every step's gates overwrite their own input projection.
     gates = xp.empty((sL if keep else 1, bS, G), dtype)
@@ -100,9 +105,13 @@ def _forward(family, dims, x, hI, keep, seq_len, fwd, *, cI=None, Wx=None, Wh=No
     if fam.aux:
         aux = xp.empty((sL if keep and fam.aux_kept else 1, bS, nOut), dtype)
     c = xp.empty((sL, bS, nOut), dtype) if keep and fam.cell_state else None
-    h = xp.empty((sL, bS, nOut), dtype)
-    hs = xp.empty((2, bS, nOut), dtype)
+    h = xp.empty((sL, bS, nOut), dtype)   # the kernels' outputs: m when projected
+    hs = xp.empty((2, bS, nState), dtype)
     cs = xp.empty((2, bS, nOut), dtype) if fam.cell_state else None
+    if projected:
+        ms = xp.empty((bS, nOut), dtype)
+        unread = xp.zeros((bS, nOut), dtype)   # the kernels' hPrev, which projecting steps ignore
+        states = xp.zeros((sL, bS, nState), dtype)
     gh_h = xp.empty((bS, NH), dtype)
     gh_x = xp.empty((bS, G - NH), dtype) if two_phases else None
     lengths = None if seq_len is None else xp.asarray(seq_len, dtype=np.int64)
@@ -116,19 +125,38 @@ def _forward(family, dims, x, hI, keep, seq_len, fwd, *, cI=None, Wx=None, Wh=No
         if z is not None and t == sL - 1:
             xp.add(gx[sL - 1 if fwd else 0], gh_h, out=z)
         args = [np.int64(bS), np.int64(nOut), np.int64(sL), np.int64(t), np.int32(fwd),
-                np.int32(keep), lengths, *options, gx, gh_h, gh_x, hcur, ccur, P, gates, aux,
-                hnxt, cnxt, h, c]
+                np.int32(keep), lengths, *options, gx, gh_h, gh_x,
+                unread if projected else hcur, ccur, P, gates, aux,
+                ms if projected else hnxt, cnxt, h, c]
         launcher.launch(family, "forward", dtype, bS * nOut, args)
         if two_phases:
             xp.matmul(aux[0], Wh_x, out=gh_x)
             launcher.launch(family, "forward_b", dtype, bS * nOut, args)
+        if projected:
+            _place_states(xp, t, sL, lengths, fwd, ms @ Wproj, hcur, hnxt, states)
     hL = (hI if sL == 0 else hs[sL % 2]).copy()
     cL = None
     if fam.cell_state:
         cL = (cI if sL == 0 else cs[sL % 2]).copy()
+    m, h = (h, states) if projected else (None, h)
     if not keep:
-        return h, hL, cL, None, None, None
-    return h, hL, cL, gates, c, (aux if fam.aux_kept else None)
+        return h, hL, cL, None, None, None, None
+    return h, hL, cL, gates, c, (aux if fam.aux_kept else None), m
+
+
+def _place_states(xp, t, sL, lengths, fwd, new, hcur, hnxt, h):
+    """The states leaving loop step t: hnxt = new [bS, n] for the rows that run the step (and
+    h [sL, bS, n] = new at their time index), hcur for the rows past their end (whose h stays
+    0 at padded time indices)."""
+    if lengths is None:
+        hnxt[...] = new
+        h[t if fwd else sL - 1 - t] = new
+        return
+    running = t < lengths
+    hnxt[...] = xp.where(running[:, None], new, hcur)
+    rows = xp.nonzero(running)[0]
+    tau = t if fwd else lengths[rows] - 1 - t
+    h[tau, rows] = new[rows]
 
 
 def _prev_state_pairs(xp, sL, bS, seq_len, fwd, init, states, D):
@@ -169,26 +197,37 @@ def _prev_state_sum(xp, sL, bS, seq_len, fwd, init, states, D):
 
 
 def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, dLdhL=None,
-              dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None, clip=np.inf,
-              activation=0, acts=LSTM_ACTIVATIONS, input_grad=True):
-    """The backward time loop of `family` on the GPU, on `saved` = (h, gates, c, aux) of its
-    forward with keep (cells._cpu._backward's arguments and results, without the projection:
-    (dLdx, dLdhI, dLdcI, dLdWx, dLdWh (with W: dLdW, None), dLdb, dLdP)). gates and a kept aux
-    are overwritten with gradients (dL/dz, and the lbr GRU's dL/dhc)."""
+              dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None, Wproj=None,
+              clip=np.inf, activation=0, acts=LSTM_ACTIVATIONS, input_grad=True):
+    """The backward time loop of `family` on the GPU, on `saved` = (h, gates, c, aux, m) of its
+    forward with keep (cells._cpu._backward's arguments and results: (dLdx, dLdhI, dLdcI, dLdWx,
+    dLdWh (with W: dLdW, None), dLdb, dLdP, dLdWproj)). gates and a kept aux are overwritten
+    with gradients (dL/dz, and the lbr GRU's dL/dhc).
+
+    With Wproj, each step starts the kernels from dL/dm = dL/dh·Wprojᵀ (dL/dh: the carried
+    gradient of the state plus dLdh at the step), and dL/dWproj = Σ mᵀ·dL/dh after the loop."""
     xp, launcher = _runtime(x)
     fam = FAMILIES[family]
     sL, bS, nIn, nOut = dims
     G, NH, dtype, SB = fam.gates * nOut, fam.h_blocks * nOut, x.dtype, sL * bS
     two_phases = fam.h_blocks < fam.gates
-    x, hI, cI, P, dLdh, dLdgates = (_c_order(xp, a) for a in (x, hI, cI, P, dLdh, dLdgates))
-    h, gates, c, aux = saved
-    h, c = _c_order(xp, h), _c_order(xp, c)
+    x, hI, cI, P, dLdh, dLdgates, Wproj = (
+        _c_order(xp, a) for a in (x, hI, cI, P, dLdh, dLdgates, Wproj))
+    projected = Wproj is not None
+    nState = Wproj.shape[1] if projected else nOut
+    h, gates, c, aux, m = saved
+    h, c, m = _c_order(xp, h), _c_order(xp, c), _c_order(xp, m)
     gates = _c_order(xp, gates)   # a copy only for a cell's gates put together by its face
     if fam.aux and not fam.aux_kept:
         aux = xp.empty((sL, bS, nOut), dtype)
     Wx_op, Wh_h, Wh_x = _weights(xp, fam, nOut, Wx, Wh, W)
-    dh = xp.zeros((bS, nOut), dtype) if dLdhL is None else xp.array(dLdhL, dtype, order="C")
+    dh = xp.zeros((bS, nState), dtype) if dLdhL is None else xp.array(dLdhL, dtype, order="C")
     dhr = xp.zeros((bS, nOut), dtype)
+    if projected:
+        # The kernels' dh is dL/dm (dhr stays 0); dh is the state's carried gradient here.
+        dm = xp.empty((bS, nOut), dtype)
+        unread = xp.zeros((bS, nOut), dtype)   # the kernels' hI, which projecting steps ignore
+        dh_steps = xp.zeros((sL, bS, nState), dtype)
     dc = None
     if fam.cell_state:
         dc = xp.zeros((bS, nOut), dtype) if dLdcL is None else xp.array(dLdcL, dtype, order="C")
@@ -198,16 +237,25 @@ def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, d
     lengths = None if seq_len is None else xp.asarray(seq_len, dtype=np.int64)
     options = _options(clip, activation, acts)
     for t in range(sL - 1, -1, -1):
-        args = [np.int64(bS), np.int64(nOut), np.int64(sL), np.int64(t), np.int32(fwd),
-                lengths, *options, dLdh, dLdgates, gates, aux, daux, hI, h, cI, c, P, dh, dhr,
-                dc, d_h, d_x]
+        if projected:
+            dh_step = _step_state_grads(xp, t, sL, lengths, fwd, dLdh, dh, dh_steps)
+            xp.matmul(dh_step, Wproj.T, out=dm)
+            args = [np.int64(bS), np.int64(nOut), np.int64(sL), np.int64(t), np.int32(fwd),
+                    lengths, *options, None, dLdgates, gates, aux, daux, unread, m, cI, c, P,
+                    dm, dhr, dc, d_h, d_x]
+        else:
+            args = [np.int64(bS), np.int64(nOut), np.int64(sL), np.int64(t), np.int32(fwd),
+                    lengths, *options, dLdh, dLdgates, gates, aux, daux, hI, h, cI, c, P, dh,
+                    dhr, dc, d_h, d_x]
         launcher.launch(family, "backward", dtype, bS * nOut, args)
         if two_phases:
             xp.matmul(d_x, Wh_x.T, out=daux)
             launcher.launch(family, "backward_b", dtype, bS * nOut, args)
-        # dL/dhPrev's product: the next (earlier) step's kernel adds it to dh.
-        xp.matmul(d_h, Wh_h.T, out=dhr)
-    dLdhI = dh + dhr
+        if projected:  # dL/dhPrev = d·Whᵀ joins the state's carried gradient
+            dh += d_h @ Wh_h.T
+        else:          # dL/dhPrev's product: the next (earlier) step's kernel adds it to dh
+            xp.matmul(d_h, Wh_h.T, out=dhr)
+    dLdhI = dh if projected else dh + dhr
 
     dz = gates.reshape(SB, G)
     dLdx = (dz @ Wx_op.T).reshape(sL, bS, nIn) if input_grad else None
@@ -219,15 +267,38 @@ def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, d
         D = D.copy()
         k = fam.aux_grad_block
         D[:, :, k * nOut:(k + 1) * nOut] = aux
-    dLdWh = _prev_state_product(xp, sL, bS, seq_len, fwd, hI, h.reshape(sL, bS, nOut), D)
+    dLdWh = _prev_state_product(xp, sL, bS, seq_len, fwd, hI, h.reshape(sL, bS, nState), D)
     if two_phases:  # the blocks that multiply aux: Σ auxᵀ·dz
         dLdWh = xp.concatenate([dLdWh, aux.reshape(SB, nOut).T @ dz[:, NH:]], axis=1)
     dLdP = None
     if P is not None:
         dLdP = _param_grad(xp, family, dims, seq_len, fwd, gates, aux, cI, c)
+    dLdWproj = None
+    if projected:
+        dLdWproj = m.reshape(SB, nOut).T @ dh_steps.reshape(SB, nState)
     if W is not None:
-        return dLdx, dLdhI, dc, xp.concatenate([dLdWh.T, dLdWx.T], axis=1), None, dLdb, dLdP
-    return dLdx, dLdhI, dc, dLdWx, dLdWh, dLdb, dLdP
+        dLdW = xp.concatenate([dLdWh.T, dLdWx.T], axis=1)
+        return dLdx, dLdhI, dc, dLdW, None, dLdb, dLdP, dLdWproj
+    return dLdx, dLdhI, dc, dLdWx, dLdWh, dLdb, dLdP, dLdWproj
+
+
+def _step_state_grads(xp, t, sL, lengths, fwd, dLdh, carried, steps):
+    """The whole dL/dh [bS, n] of loop step t: the carried gradient plus dLdh at the time index
+    of the rows that run the step (0 for the rows past their end), also kept in steps
+    [sL, bS, n] at that index; the carried gradient restarts at 0 for those rows."""
+    if lengths is None:
+        tau = t if fwd else sL - 1 - t
+        step = carried + dLdh[tau] if dLdh is not None else carried.copy()
+        steps[tau] = step
+        carried[...] = 0
+        return step
+    rows = xp.nonzero(t < lengths)[0]
+    tau = t if fwd else lengths[rows] - 1 - t
+    step = xp.zeros_like(carried)
+    step[rows] = carried[rows] + (dLdh[tau, rows] if dLdh is not None else 0)
+    steps[tau, rows] = step[rows]
+    carried[rows] = 0
+    return step
 
 
 def _param_grad(xp, family, dims, seq_len, fwd, dz, aux, cI, c):
@@ -251,8 +322,8 @@ def _param_grad(xp, family, dims, seq_len, fwd, dz, aux, cI, c):
 def gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=True):
     """As cells._cpu.gru_forward: (h [sL, bS, nOut], gates, hc)."""
     bx, bhc = split_gru_bias(_xp(x), b, dims[3], lbr)
-    h, _, _, gates, _, hc = _forward(gru_family(lbr), dims, x, hI, keep, seq_len, fwd,
-                                     Wx=Wx, Wh=Wh, b=bx, P=bhc)
+    h, _, _, gates, _, hc, _ = _forward(gru_family(lbr), dims, x, hI, keep, seq_len, fwd,
+                                        Wx=Wx, Wh=Wh, b=bx, P=bhc)
     return h, gates, hc
 
 
@@ -264,8 +335,8 @@ def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n
         saved = gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
     h, gates, hc = saved
     _, bhc = split_gru_bias(xp, b, dims[3], lbr)
-    dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc = _backward(
-        gru_family(lbr), dims, x, hI, (h, gates, None, hc), seq_len, fwd, dLdh=dLdh,
+    dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc, _ = _backward(
+        gru_family(lbr), dims, x, hI, (h, gates, None, hc, None), seq_len, fwd, dLdh=dLdh,
         dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc, input_grad=input_grad)
     return dLdx, dLdhI, dLdWx, dLdWh, gru_bias_grad(xp, b, dLdbx, dLdbhc, lbr)
 
@@ -274,42 +345,37 @@ def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n
 # LSTM
 # ---------------------------------------------------------------------------------------------
 
-def _no_projection(Wproj):
-    if Wproj is not None:
-        raise NotImplementedError("Wproj: the LSTM's projection does not run on the GPU yet; "
-                                  "pass numpy.ndarray arrays to run it on the CPU")
-
-
 def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads,
                  acts=LSTM_ACTIVATIONS):
-    """As cells._cpu.lstm_forward (without Wproj): (h, hL, cL, c, gates, m = None)."""
-    _no_projection(Wproj)
+    """As cells._cpu.lstm_forward: (h, hL, cL, c, gates, m)."""
     xp = _xp(x)
     _, bS, _, nOut = dims
-    h, hL, cL, gates, c, _ = _forward(
-        "lstm", dims, x, initial_state(xp, hI, bS, nOut, x.dtype), keep, lengths, fwd,
-        cI=initial_state(xp, cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp,
+    nState = nOut if Wproj is None else Wproj.shape[1]
+    h, hL, cL, gates, c, _, m = _forward(
+        "lstm", dims, x, initial_state(xp, hI, bS, nState, x.dtype), keep, lengths, fwd,
+        cI=initial_state(xp, cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, Wproj=Wproj,
         clip=kernel_clip(clip), acts=acts)
-    return h, hL, cL, c, gates, None
+    return h, hL, cL, c, gates, m
 
 
 def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, saved, dLdh,
                   dLdhL, dLdcL, n_threads, acts=LSTM_ACTIVATIONS, input_grad=True):
-    """As cells._cpu.lstm_backward (without Wproj): (dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI,
-    dLdWp, dLdWproj = None)."""
-    _no_projection(Wproj)
+    """As cells._cpu.lstm_backward: (dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI, dLdWp,
+    dLdWproj)."""
     xp = _xp(x)
     _, bS, _, nOut = dims
+    nState = nOut if Wproj is None else Wproj.shape[1]
     if saved is None:
-        h, _, _, c, gates, _ = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
+        h, _, _, c, gates, m = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                             lengths, fwd, True, n_threads, acts)
     else:
-        h, c, gates, _ = saved
-    dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp = _backward(
-        "lstm", dims, x, initial_state(xp, hI, bS, nOut, x.dtype), (h, gates, c, None), lengths,
-        fwd, cI=initial_state(xp, cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
-        Wx=Wx, Wh=Wr, P=Wp, clip=kernel_clip(clip), acts=acts, input_grad=input_grad)
-    return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, None
+        h, c, gates, m = saved
+    dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp, dLdWproj = _backward(
+        "lstm", dims, x, initial_state(xp, hI, bS, nState, x.dtype), (h, gates, c, None, m),
+        lengths, fwd, cI=initial_state(xp, cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL,
+        dLdcL=dLdcL, Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=kernel_clip(clip), acts=acts,
+        input_grad=input_grad)
+    return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, dLdWproj
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,8 +384,8 @@ def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, sav
 
 def lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
     """As cells._cpu.lltm_forward: (h, hL, cL, gates, c)."""
-    h, hL, cL, gates, c, _ = _forward("lltm", dims, x, hI, keep, lens, fwd, cI=cI, W=W, b=b,
-                                      z=z)
+    h, hL, cL, gates, c, _, _ = _forward("lltm", dims, x, hI, keep, lens, fwd, cI=cI, W=W,
+                                         b=b, z=z)
     return h, hL, cL, gates, c
 
 
@@ -331,8 +397,8 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
     else:
         h, gates, c = saved
     _, bS, _, S = dims
-    dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _ = _backward(
-        "lltm", dims, x, hI, (h, gates, c, None), lens, fwd,
+    dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _, _ = _backward(
+        "lltm", dims, x, hI, (h, gates, c, None, None), lens, fwd,
         cI=initial_state(_xp(x), cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W,
         input_grad=input_grad)
     return dLdx, dLdW, dLdb, dLdhI, dLdcI
@@ -344,8 +410,9 @@ def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads,
 
 def rnn_forward(dims, x, hI, Wx, Wh, b, activation, keep, n_threads, seq_len=None, fwd=True):
     """As cells._cpu.rnn_forward: (h, hL, gates)."""
-    h, hL, _, gates, _, _ = _forward("rnn", dims, x, hI, keep, seq_len, fwd, Wx=Wx, Wh=Wh,
-                                     b=rnn_bias(b), activation=RNN_ACTIVATIONS[activation])
+    h, hL, _, gates, _, _, _ = _forward("rnn", dims, x, hI, keep, seq_len, fwd, Wx=Wx,
+                                        Wh=Wh, b=rnn_bias(b),
+                                        activation=RNN_ACTIVATIONS[activation])
     return h, hL, gates
 
 
@@ -357,7 +424,7 @@ def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_th
                                   fwd)
     else:
         h, gates = saved
-    dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _ = _backward(
-        "rnn", dims, x, hI, (h, gates, None, None), seq_len, fwd, dLdh=dLdh, dLdhL=dLdhLast,
+    dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _, _ = _backward(
+        "rnn", dims, x, hI, (h, gates, None, None, None), seq_len, fwd, dLdh=dLdh, dLdhL=dLdhLast,
         Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation], input_grad=input_grad)
     return dLdx, dLdhI, dLdWx, dLdWh, rnn_bias_grad(_xp(x), b, dLdb)

@@ -129,12 +129,35 @@ def test_lstm(dtype, lengths, fwd, case):
     compare(out["gpu"][2], out["cpu"][2], names, gtol)
 
 
-def test_lstm_projection_is_not_implemented_on_the_gpu():
-    x, Wx, Wr, Wproj = arrays(4, np.float64, (sL, bS, nIn), (nIn, 4 * nOut), (1, 4 * nOut),
-                              (nOut, 1))
-    with pytest.raises(NotImplementedError, match="^Wproj: "):
-        _gpu.lstm_forward((sL, bS, nIn, nOut), x, Wx, Wr, None, None, None, None, Wproj, 0.0,
-                          None, True, False, 1)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+@pytest.mark.parametrize("lengths", LENGTHS, ids=list(LENGTHS))
+@pytest.mark.parametrize("fwd", [True, False], ids=["forward", "reverse"])
+@pytest.mark.parametrize("case", ["plain", "activations"])
+def test_lstm_projection(dtype, lengths, fwd, case):
+    """Wproj [nOut, nProj]: the state m·Wproj is nProj = 2 wide (the kernels' outputs m stay
+    nOut wide)."""
+    options, seq, nProj = LSTM_CASES[case], LENGTHS[lengths], 2
+    x, Wx, Wr, b, hI, cI, Wp, Wproj, dLdh, dLdhL, dLdcL = arrays(
+        4, dtype, (sL, bS, nIn), (nIn, 4 * nOut), (nProj, 4 * nOut), (4 * nOut,), (bS, nProj),
+        (bS, nOut), (3 * nOut,), (nOut, nProj), (sL, bS, nProj), (bS, nProj), (bS, nOut))
+    Wp = Wp if options.get("peepholes") else None
+    acts = options.get("acts", _gpu.LSTM_ACTIVATIONS)
+    dims = (sL, bS, nIn, nOut)
+    ftol, gtol = tolerances(dtype)
+    out = {}
+    for name, backend in (("gpu", _gpu), ("cpu", _cpu)):
+        forward = backend.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, 0.0, seq, fwd,
+                                       True, 1, acts)
+        h, hL, cL, c, gates, m = forward
+        grads = backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, 0.0, seq, fwd,
+                                      copies((h, c, gates, m)), dLdh, dLdhL, dLdcL, 1, acts)
+        recomputed = backend.lstm_backward(dims, x, Wx, Wr, b, None, None, Wp, Wproj, 0.0, seq,
+                                           fwd, None, dLdh, None, dLdcL, 1, acts)
+        out[name] = forward, grads, recomputed
+    compare(out["gpu"][0], out["cpu"][0], ("h", "hL", "cL", "c", "gates", "m"), ftol)
+    names = ("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI", "dLdWp", "dLdWproj")
+    compare(out["gpu"][1], out["cpu"][1], names, gtol)
+    compare(out["gpu"][2], out["cpu"][2], names, gtol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
