@@ -1,8 +1,9 @@
 /* The time step kernels of one cell family, included by its source (cells/kernels/<family>.cu)
  * after it has defined what its family is:
  *   CELLS_KERNELS        the family's name in cells/_time_loop.pyx's FAMILIES (gru_reset_before)
- *   CELLS_GATES, CELLS_H_BLOCKS, CELLS_CELL_STATE, CELLS_AUX, CELLS_AUX_KEPT,
- *   CELLS_PARAM_BLOCKS   its row of include/cells/families.h's table
+ *   CELLS_FAMILY_ROW     its row of the families' table (include/cells/family_rows.h), whose
+ *                        fields become CELLS_GATES, CELLS_H_BLOCKS, CELLS_CELL_STATE,
+ *                        CELLS_AUX, CELLS_AUX_KEPT and CELLS_PARAM_BLOCKS here
  *   CELLS_KERNEL_FORWARD, CELLS_KERNEL_BACKWARD      its steps (include/cells/step.h), without the
  *   CELLS_KERNEL_FORWARD_B, CELLS_KERNEL_BACKWARD_B  dtype suffix; _B: the second phase (only for
  *                                                families with CELLS_H_BLOCKS < CELLS_GATES)
@@ -21,6 +22,7 @@
 #ifndef CELLS_KERNELS_ONCE
 #define CELLS_KERNELS_ONCE
 
+#include "cells/family_rows.h"
 #include "cells/step.h"
 
 /* The CPU shim (cells/kernels/shim.h) exports a launch wrapper per kernel; NVRTC has none. */
@@ -63,6 +65,12 @@ static __device__ __forceinline__ long long cells_row_len(const long long *seq_l
 
 #endif
 
+#define CELLS_GATES CELLS_FAMILY_GATES(CELLS_FAMILY_ROW)
+#define CELLS_H_BLOCKS CELLS_FAMILY_H_BLOCKS(CELLS_FAMILY_ROW)
+#define CELLS_CELL_STATE CELLS_FAMILY_CELL_STATE(CELLS_FAMILY_ROW)
+#define CELLS_AUX CELLS_FAMILY_AUX(CELLS_FAMILY_ROW)
+#define CELLS_AUX_KEPT CELLS_FAMILY_AUX_KEPT(CELLS_FAMILY_ROW)
+#define CELLS_PARAM_BLOCKS CELLS_FAMILY_PARAM_BLOCKS(CELLS_FAMILY_ROW)
 #define CELLS_PHASES (CELLS_H_BLOCKS < CELLS_GATES ? 2 : 1)
 
 #define REAL float
@@ -79,6 +87,7 @@ static __device__ __forceinline__ long long cells_row_len(const long long *seq_l
 
 #undef CELLS_PHASES
 #undef CELLS_KERNELS
+#undef CELLS_FAMILY_ROW
 #undef CELLS_GATES
 #undef CELLS_H_BLOCKS
 #undef CELLS_CELL_STATE

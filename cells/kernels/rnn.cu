@@ -3,12 +3,7 @@
 #include "cells/rnn.h"
 
 #define CELLS_KERNELS rnn
-#define CELLS_GATES 1
-#define CELLS_H_BLOCKS 1
-#define CELLS_CELL_STATE 0
-#define CELLS_AUX 0
-#define CELLS_AUX_KEPT 0
-#define CELLS_PARAM_BLOCKS 0
+#define CELLS_FAMILY_ROW CELLS_FAMILY_RNN
 #define CELLS_KERNEL_FORWARD rnn_forward
 #define CELLS_KERNEL_BACKWARD rnn_backward
 #include "kernels.cuh"

@@ -1,13 +1,15 @@
 /* The cell families of the CPU time loop (cells/_time_loop.pyx): what each one is (its row of
  * the table below) and which steps it runs (cells/step.h says what a step is).
  *
- * Adding a family: a header with its point functions, row loops and steps (as cells/rnn.h), a
- * line in the enum and in the table, and a case in each dispatch of families_impl.h.
+ * Adding a family: a header with its point functions, row loops and steps (as cells/rnn.h), its
+ * row in cells/family_rows.h, a line in the enum and in the table, and a case in each dispatch
+ * of families_impl.h (and, for the GPU, a kernel source in cells/kernels/).
  * CPU only (the steps call row loops compiled for the host's instruction sets).
  */
 #ifndef CELLS_FAMILIES_H
 #define CELLS_FAMILIES_H
 
+#include "cells/family_rows.h"
 #include "cells/gru.h"
 #include "cells/lltm.h"
 #include "cells/lstm.h"
@@ -38,14 +40,13 @@ typedef struct {
                                   hPrev, so the state may be narrower than the units */
 } cells_family_info;
 
-/* In the order of enum cells_family. */
+/* In the order of enum cells_family; the rows are cells/family_rows.h's. */
 static const cells_family_info cells_families[CELLS_FAMILIES] = {
-    /*                        gates c  h_blocks aux kept grad_block params projects */
-    /* GRU reset-before  */  {3,    0, 2,       1,  0,   -1,        0,     0},
-    /* GRU linear-before */  {3,    0, 3,       1,  1,   2,         1,     0},
-    /* LSTM              */  {4,    1, 4,       0,  0,   -1,        3,     1},
-    /* LLTM              */  {3,    1, 3,       0,  0,   -1,        0,     0},
-    /* RNN               */  {1,    0, 1,       0,  0,   -1,        0,     0},
+    {CELLS_FAMILY_GRU_RESET_BEFORE},
+    {CELLS_FAMILY_GRU_LINEAR_BEFORE_RESET},
+    {CELLS_FAMILY_LSTM},
+    {CELLS_FAMILY_LLTM},
+    {CELLS_FAMILY_RNN},
 };
 
 #define CELLS_IMPL "cells/families_impl.h"
