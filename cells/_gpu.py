@@ -19,10 +19,7 @@ arrays to cells._cpu, never here).
 import numpy as np
 
 from cells import _backend, _time_loop, cuda
-from cells._params import (
-    RNN_ACTIVATIONS, gru_bias_grad, gru_family, initial_state, kernel_clip, rnn_bias,
-    rnn_bias_grad, split_gru_bias,
-)
+from cells._family_calls import FamilyCalls
 from cells._time_loop import LSTM_ACTIVATIONS
 
 
@@ -77,9 +74,9 @@ def _weights(xp, fam, nOut, Wx, Wh, W):
     return Wx, xp.ascontiguousarray(Wh[:, :NH]), Wh_x
 
 
-def _forward(family, dims, x, hI, keep, seq_len, fwd, *, cI=None, Wx=None, Wh=None, W=None,
-             b=None, P=None, Wproj=None, clip=np.inf, activation=0, acts=LSTM_ACTIVATIONS,
-             z=None):
+def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
+             W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
+             lstm_acts=LSTM_ACTIVATIONS, z=None):
     """The forward time loop of `family` on the GPU (cells._cpu._forward's arguments and
     results: (h, hL, cL, gates, c, aux, m), the last four every step's with keep, else None).
     z [bS, G], when given, receives the pre-activations of the last step (all rows active).
@@ -112,10 +109,13 @@ def _forward(family, dims, x, hI, keep, seq_len, fwd, *, cI=None, Wx=None, Wh=No
         ms = xp.empty((bS, nOut), dtype)
         unread = xp.zeros((bS, nOut), dtype)   # the kernels' hPrev, which projecting steps ignore
         states = xp.zeros((sL, bS, nState), dtype)
+        projected_state = xp.empty((bS, nState), dtype)
+        placed = xp.empty((bS, nState), dtype)
     gh_h = xp.empty((bS, NH), dtype)
     gh_x = xp.empty((bS, G - NH), dtype) if two_phases else None
     lengths = None if seq_len is None else xp.asarray(seq_len, dtype=np.int64)
-    options = _options(clip, activation, acts)
+    steps = _loop_steps(xp, sL, bS, lengths, fwd) if projected else None
+    options = _options(clip, activation, lstm_acts)
     for t in range(sL):
         hcur = hI if t == 0 else hs[t % 2]
         ccur = cI if t == 0 or cs is None else cs[t % 2]
@@ -133,7 +133,8 @@ def _forward(family, dims, x, hI, keep, seq_len, fwd, *, cI=None, Wx=None, Wh=No
             xp.matmul(aux[0], Wh_x, out=gh_x)
             launcher.launch(family, "forward_b", dtype, bS * nOut, args)
         if projected:
-            _place_states(xp, t, sL, lengths, fwd, ms @ Wproj, hcur, hnxt, states)
+            xp.matmul(ms, Wproj, out=projected_state)
+            _place_states(xp, steps, t, projected_state, hcur, hnxt, states, placed)
     hL = (hI if sL == 0 else hs[sL % 2]).copy()
     cL = None
     if fam.cell_state:
@@ -144,19 +145,27 @@ def _forward(family, dims, x, hI, keep, seq_len, fwd, *, cI=None, Wx=None, Wh=No
     return h, hL, cL, gates, c, (aux if fam.aux_kept else None), m
 
 
-def _place_states(xp, t, sL, lengths, fwd, new, hcur, hnxt, h):
-    """The states leaving loop step t: hnxt = new [bS, n] for the rows that run the step (and
-    h [sL, bS, n] = new at their time index), hcur for the rows past their end (whose h stays
-    0 at padded time indices)."""
-    if lengths is None:
-        hnxt[...] = new
-        h[t if fwd else sL - 1 - t] = new
-        return
-    running = t < lengths
-    hnxt[...] = xp.where(running[:, None], new, hcur)
-    rows = xp.nonzero(running)[0]
-    tau = t if fwd else lengths[rows] - 1 - t
-    h[tau, rows] = new[rows]
+def _loop_steps(xp, sL, bS, lengths, fwd):
+    """For every loop step t, which rows run it, running [sL, bS, 1], and the slot tau·bS + row
+    of the time index each row processes, slots [sL, bS] (a row past its end: its own padded
+    slot t·bS + row), computed once per call (cells/_loops.pxd's row_len and step_time)."""
+    t = xp.arange(sL)[:, None]
+    length = xp.full((1, bS), sL, np.int64) if lengths is None else lengths[None, :]
+    running = t < length
+    tau = xp.where(running, t if fwd else length - 1 - t, t)
+    return running[:, :, None], tau * bS + xp.arange(bS)[None, :]
+
+
+def _place_states(xp, steps, t, new, hcur, hnxt, h, placed):
+    """The states leaving loop step t: hnxt = new [bS, n] for the rows that run the step, hcur
+    for the rows past their end; h [sL, bS, n] gets new at each running row's time index and
+    0 at a padded one. `placed` [bS, n] is scratch (new may be garbage in padded rows)."""
+    running, slots = steps
+    xp.copyto(hnxt, hcur)
+    xp.copyto(hnxt, new, where=running[t])
+    placed.fill(0)
+    xp.copyto(placed, new, where=running[t])
+    h.reshape(-1, h.shape[2])[slots[t]] = placed
 
 
 def _prev_state_pairs(xp, sL, bS, seq_len, fwd, init, states, D):
@@ -196,9 +205,10 @@ def _prev_state_sum(xp, sL, bS, seq_len, fwd, init, states, D):
     return sum((A * B).sum(axis=0) for A, B in pairs)
 
 
-def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, dLdhL=None,
-              dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None, Wproj=None,
-              clip=np.inf, activation=0, acts=LSTM_ACTIVATIONS, input_grad=True):
+def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
+              dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
+              Wproj=None, clip=np.inf, activation=0, lstm_acts=LSTM_ACTIVATIONS,
+              input_grad=True):
     """The backward time loop of `family` on the GPU, on `saved` = (h, gates, c, aux, m) of its
     forward with keep (cells._cpu._backward's arguments and results: (dLdx, dLdhI, dLdcI, dLdWx,
     dLdWh (with W: dLdW, None), dLdb, dLdP, dLdWproj)). gates and a kept aux are overwritten
@@ -228,6 +238,9 @@ def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, d
         dm = xp.empty((bS, nOut), dtype)
         unread = xp.zeros((bS, nOut), dtype)   # the kernels' hI, which projecting steps ignore
         dh_steps = xp.zeros((sL, bS, nState), dtype)
+        dh_step = xp.empty((bS, nState), dtype)
+        arriving = xp.empty((bS, nState), dtype)
+        dh_prev = xp.empty((bS, nState), dtype)
     dc = None
     if fam.cell_state:
         dc = xp.zeros((bS, nOut), dtype) if dLdcL is None else xp.array(dLdcL, dtype, order="C")
@@ -235,10 +248,11 @@ def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, d
     d_x = xp.empty((bS, G - NH), dtype) if two_phases else None
     daux = xp.empty((bS, nOut), dtype) if two_phases else None
     lengths = None if seq_len is None else xp.asarray(seq_len, dtype=np.int64)
-    options = _options(clip, activation, acts)
+    steps = _loop_steps(xp, sL, bS, lengths, fwd) if projected else None
+    options = _options(clip, activation, lstm_acts)
     for t in range(sL - 1, -1, -1):
         if projected:
-            dh_step = _step_state_grads(xp, t, sL, lengths, fwd, dLdh, dh, dh_steps)
+            _step_state_grads(xp, steps, t, dLdh, dh, dh_steps, dh_step, arriving)
             xp.matmul(dh_step, Wproj.T, out=dm)
             args = [np.int64(bS), np.int64(nOut), np.int64(sL), np.int64(t), np.int32(fwd),
                     lengths, *options, None, dLdgates, gates, aux, daux, unread, m, cI, c, P,
@@ -252,7 +266,8 @@ def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, d
             xp.matmul(d_x, Wh_x.T, out=daux)
             launcher.launch(family, "backward_b", dtype, bS * nOut, args)
         if projected:  # dL/dhPrev = d·Whᵀ joins the state's carried gradient
-            dh += d_h @ Wh_h.T
+            xp.matmul(d_h, Wh_h.T, out=dh_prev)
+            dh += dh_prev
         else:          # dL/dhPrev's product: the next (earlier) step's kernel adds it to dh
             xp.matmul(d_h, Wh_h.T, out=dhr)
     dLdhI = dh if projected else dh + dhr
@@ -282,23 +297,21 @@ def _backward(family, dims, x, hI, saved, seq_len, fwd, *, cI=None, dLdh=None, d
     return dLdx, dLdhI, dc, dLdWx, dLdWh, dLdb, dLdP, dLdWproj
 
 
-def _step_state_grads(xp, t, sL, lengths, fwd, dLdh, carried, steps):
-    """The whole dL/dh [bS, n] of loop step t: the carried gradient plus dLdh at the time index
-    of the rows that run the step (0 for the rows past their end), also kept in steps
-    [sL, bS, n] at that index; the carried gradient restarts at 0 for those rows."""
-    if lengths is None:
-        tau = t if fwd else sL - 1 - t
-        step = carried + dLdh[tau] if dLdh is not None else carried.copy()
-        steps[tau] = step
-        carried[...] = 0
-        return step
-    rows = xp.nonzero(t < lengths)[0]
-    tau = t if fwd else lengths[rows] - 1 - t
-    step = xp.zeros_like(carried)
-    step[rows] = carried[rows] + (dLdh[tau, rows] if dLdh is not None else 0)
-    steps[tau, rows] = step[rows]
-    carried[rows] = 0
-    return step
+def _step_state_grads(xp, steps, t, dLdh, carried, dh_steps, dh_step, arriving):
+    """dh_step [bS, n] = the whole dL/dh of loop step t: the carried gradient plus dLdh at the
+    time index of the rows that run the step, 0 for the rows past their end (whose dLdh is
+    never read); also kept in dh_steps [sL, bS, n] at that index. The carried gradient restarts
+    at 0 for the running rows. `arriving` [bS, n] is scratch."""
+    running, slots = steps
+    if dLdh is None:
+        arriving[...] = carried
+    else:
+        xp.take(dLdh.reshape(-1, dLdh.shape[2]), slots[t], axis=0, out=arriving)
+        arriving += carried
+    dh_step.fill(0)
+    xp.copyto(dh_step, arriving, where=running[t])
+    dh_steps.reshape(-1, dh_steps.shape[2])[slots[t]] = dh_step
+    xp.copyto(carried, 0, where=running[t])
 
 
 def _param_grad(xp, family, dims, seq_len, fwd, dz, aux, cI, c):
@@ -316,115 +329,11 @@ def _param_grad(xp, family, dims, seq_len, fwd, dz, aux, cI, c):
 
 
 # ---------------------------------------------------------------------------------------------
-# GRU
+# The family functions (cells/_family_calls.py), on the loops above
 # ---------------------------------------------------------------------------------------------
 
-def gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None, fwd=True):
-    """As cells._cpu.gru_forward: (h [sL, bS, nOut], gates, hc)."""
-    bx, bhc = split_gru_bias(_xp(x), b, dims[3], lbr)
-    h, _, _, gates, _, hc, _ = _forward(gru_family(lbr), dims, x, hI, keep, seq_len, fwd,
-                                        Wx=Wx, Wh=Wh, b=bx, P=bhc)
-    return h, gates, hc
-
-
-def gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates, n_threads,
-                 seq_len=None, fwd=True, input_grad=True):
-    """As cells._cpu.gru_backward: (dLdx, dLdhI, dLdWx, dLdWh, dLdb in b's layout)."""
-    xp = _xp(x)
-    if saved is None:
-        saved = gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
-    h, gates, hc = saved
-    _, bhc = split_gru_bias(xp, b, dims[3], lbr)
-    dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc, _ = _backward(
-        gru_family(lbr), dims, x, hI, (h, gates, None, hc, None), seq_len, fwd, dLdh=dLdh,
-        dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc, input_grad=input_grad)
-    return dLdx, dLdhI, dLdWx, dLdWh, gru_bias_grad(xp, b, dLdbx, dLdbhc, lbr)
-
-
-# ---------------------------------------------------------------------------------------------
-# LSTM
-# ---------------------------------------------------------------------------------------------
-
-def lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads,
-                 acts=LSTM_ACTIVATIONS):
-    """As cells._cpu.lstm_forward: (h, hL, cL, c, gates, m)."""
-    xp = _xp(x)
-    _, bS, _, nOut = dims
-    nState = nOut if Wproj is None else Wproj.shape[1]
-    h, hL, cL, gates, c, _, m = _forward(
-        "lstm", dims, x, initial_state(xp, hI, bS, nState, x.dtype), keep, lengths, fwd,
-        cI=initial_state(xp, cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp, Wproj=Wproj,
-        clip=kernel_clip(clip), acts=acts)
-    return h, hL, cL, c, gates, m
-
-
-def lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, saved, dLdh,
-                  dLdhL, dLdcL, n_threads, acts=LSTM_ACTIVATIONS, input_grad=True):
-    """As cells._cpu.lstm_backward: (dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI, dLdWp,
-    dLdWproj)."""
-    xp = _xp(x)
-    _, bS, _, nOut = dims
-    nState = nOut if Wproj is None else Wproj.shape[1]
-    if saved is None:
-        h, _, _, c, gates, m = lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
-                                            lengths, fwd, True, n_threads, acts)
-    else:
-        h, c, gates, m = saved
-    dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp, dLdWproj = _backward(
-        "lstm", dims, x, initial_state(xp, hI, bS, nState, x.dtype), (h, gates, c, None, m),
-        lengths, fwd, cI=initial_state(xp, cI, bS, nOut, x.dtype), dLdh=dLdh, dLdhL=dLdhL,
-        dLdcL=dLdcL, Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=kernel_clip(clip), acts=acts,
-        input_grad=input_grad)
-    return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, dLdWproj
-
-
-# ---------------------------------------------------------------------------------------------
-# LLTM (its weights W [3S, S + nIn] in PyTorch's layout, columns h then x)
-# ---------------------------------------------------------------------------------------------
-
-def lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep, n_threads, z=None):
-    """As cells._cpu.lltm_forward: (h, hL, cL, gates, c)."""
-    h, hL, cL, gates, c, _, _ = _forward("lltm", dims, x, hI, keep, lens, fwd, cI=cI, W=W,
-                                         b=b, z=z)
-    return h, hL, cL, gates, c
-
-
-def lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL, n_threads, b=None,
-                  lens=None, input_grad=True):
-    """As cells._cpu.lltm_backward: (dLdx, dLdW, dLdb, dLdhI, dLdcI)."""
-    if saved is None:
-        h, _, _, gates, c = lltm_forward(dims, x, W, b, hI, cI, lens, fwd, True, n_threads)
-    else:
-        h, gates, c = saved
-    _, bS, _, S = dims
-    dLdx, dLdhI, dLdcI, dLdW, _, dLdb, _, _ = _backward(
-        "lltm", dims, x, hI, (h, gates, c, None, None), lens, fwd,
-        cI=initial_state(_xp(x), cI, bS, S, x.dtype), dLdh=dLdh, dLdhL=dLdhL, dLdcL=dLdcL, W=W,
-        input_grad=input_grad)
-    return dLdx, dLdW, dLdb, dLdhI, dLdcI
-
-
-# ---------------------------------------------------------------------------------------------
-# RNN
-# ---------------------------------------------------------------------------------------------
-
-def rnn_forward(dims, x, hI, Wx, Wh, b, activation, keep, n_threads, seq_len=None, fwd=True):
-    """As cells._cpu.rnn_forward: (h, hL, gates)."""
-    h, hL, _, gates, _, _, _ = _forward("rnn", dims, x, hI, keep, seq_len, fwd, Wx=Wx,
-                                        Wh=Wh, b=rnn_bias(b),
-                                        activation=RNN_ACTIVATIONS[activation])
-    return h, hL, gates
-
-
-def rnn_backward(dims, x, hI, Wx, Wh, b, activation, saved, dLdh, dLdhLast, n_threads,
-                 seq_len=None, fwd=True, input_grad=True):
-    """As cells._cpu.rnn_backward: (dLdx, dLdhI, dLdWx, dLdWh, dLdb in b's layout)."""
-    if saved is None:
-        h, _, gates = rnn_forward(dims, x, hI, Wx, Wh, b, activation, True, n_threads, seq_len,
-                                  fwd)
-    else:
-        h, gates = saved
-    dLdx, dLdhI, _, dLdWx, dLdWh, dLdb, _, _ = _backward(
-        "rnn", dims, x, hI, (h, gates, None, None, None), seq_len, fwd, dLdh=dLdh, dLdhL=dLdhLast,
-        Wx=Wx, Wh=Wh, activation=RNN_ACTIVATIONS[activation], input_grad=input_grad)
-    return dLdx, dLdhI, dLdWx, dLdWh, rnn_bias_grad(_xp(x), b, dLdb)
+_calls = FamilyCalls(_forward, _backward, _xp)
+gru_forward, gru_backward = _calls.gru_forward, _calls.gru_backward
+lstm_forward, lstm_backward = _calls.lstm_forward, _calls.lstm_backward
+lltm_forward, lltm_backward = _calls.lltm_forward, _calls.lltm_backward
+rnn_forward, rnn_backward = _calls.rnn_forward, _calls.rnn_backward

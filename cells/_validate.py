@@ -98,10 +98,11 @@ def output_grads(sL, bS, nOut, dLdh, width="nOut", **final_state_grads):
             shape(name, g, (bS, nOut), f"[bS, {width}]")
 
 
-def seq_len(lengths, sL, bS, names=("seq_len", "sL", "bS")):
+def seq_len(lengths, sL, bS, names=("seq_len", "sL", "bS"), outside=""):
     """Check a `seq_len` argument: None (every row runs all sL steps) or integers [bS] in
     [0, sL]. Returns None or the lengths as a C-contiguous int64 array for the kernels.
-    `names`: what the messages call the argument, sL and bS (ONNX: sequence_lens, ...)."""
+    `names`: what the messages call the argument, sL and bS (ONNX: sequence_lens, ...);
+    `outside`: what the range error adds about values outside [0, sL]."""
     name, steps, batch = names
     if lengths is None:
         return None
@@ -111,7 +112,7 @@ def seq_len(lengths, sL, bS, names=("seq_len", "sL", "bS")):
                         f"got {kind}")
     shape(name, lengths, (bS,), f"[{batch}]")
     if bS and (lengths.min() < 0 or lengths.max() > sL):
-        raise ValueError(f"{name}: expected values in [0, {steps}={sL}], "
+        raise ValueError(f"{name}: expected values in [0, {steps}={sL}]{outside}, "
                          f"got values from {lengths.min()} to {lengths.max()}")
     return np.ascontiguousarray(lengths, dtype=np.int64)
 

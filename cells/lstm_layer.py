@@ -354,12 +354,9 @@ def _seq_len(seqLen, sL, bS):
         kind = seqLen.dtype if isinstance(seqLen, np.ndarray) else type(seqLen).__name__
         raise TypeError(f"seqLen: expected None or a numpy.ndarray [bS] of integers or floats, "
                         f"got {kind}")
-    check.shape("seqLen", seqLen, (bS,), "[bS] (bS from x)")
-    lengths = np.trunc(seqLen) if seqLen.dtype.kind == "f" else seqLen
-    if bS and not (np.all(lengths >= 0) and np.all(lengths <= sL)):
-        raise ValueError(f"seqLen: expected values in [0, sL={sL}] (libnd4j is undefined "
-                         f"outside), got values from {seqLen.min()} to {seqLen.max()}")
-    return lengths.astype(np.int64)
+    lengths = np.trunc(seqLen).astype(np.int64) if seqLen.dtype.kind == "f" else seqLen
+    return check.seq_len(lengths, sL, bS, ("seqLen", "sL", "bS"),
+                         outside=" (libnd4j is undefined outside)")
 
 
 def _zero_rows(g, rows):
