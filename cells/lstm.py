@@ -271,12 +271,12 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
 # Validation
 # ---------------------------------------------------------------------------------------------
 
-def _cell_clip(value):
-    """cell_clip: a real number >= 0 (0: no clipping)."""
+def _cell_clip(value, name="cell_clip"):
+    """The cell clip argument `name`: a real number >= 0 (0: no clipping)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"cell_clip: expected a float >= 0, got {value!r}")
+        raise TypeError(f"{name}: expected a float >= 0, got {value!r}")
     if not float(value) >= 0:
-        raise ValueError(f"cell_clip: expected a float >= 0, got {value!r}")
+        raise ValueError(f"{name}: expected a float >= 0 (0: no clipping), got {value!r}")
     return float(value)
 
 

@@ -172,12 +172,7 @@ class _Op:
             # libnd4j's T-args are float32, also for double data.
             self.acts.update({f"{kind}_act": code, f"{kind}_alpha": _float32(alpha),
                               f"{kind}_beta": _float32(beta)})
-        if isinstance(cellClip, (bool, np.bool_)) or not isinstance(cellClip, numbers.Real):
-            raise TypeError(f"cellClip: expected a float >= 0, got {cellClip!r}")
-        if not float(cellClip) >= 0:
-            raise ValueError(f"cellClip: expected a float >= 0 (0: no clipping), got "
-                             f"{cellClip!r}")
-        self.clip = _float32(cellClip)
+        self.clip = _float32(lstm._cell_clip(cellClip, "cellClip"))
         self.ret_h = check.flag("retFullSeq", retFullSeq)
         self.ret_hL = check.flag("retLastH", retLastH)
         self.ret_cL = check.flag("retLastC", retLastC)
