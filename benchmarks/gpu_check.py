@@ -9,11 +9,13 @@ package index. Under 5 minutes.
    CPU path): float64 within 1e-10, float32 within the CPU tests' tolerances (1e-5 forward,
    3e-5 gradients), relative to max(1, max|expected|). Each case prints PASS, FAIL (the error)
    or ERROR (the exception), and the script goes on.
-2. Timings (float32, CUDA events, medians) of the GRU (linear_before_reset, cuDNN's GRU) and
+2. cells.torch's modules on CUDA tensors against the same modules on CPU tensors (float64).
+3. Timings (float32, CUDA events, medians) of the GRU (linear_before_reset, cuDNN's GRU) and
    the LSTM, inference and a training step (forward keeping the workspace, backward with
    dL/dx), cells' GPU backend against torch.nn.GRU / LSTM on cuDNN, at T=100 B=1 H=128,
    T=100 B=64 H=256, T=50 B=128 H=512 (I = H), printed as one table.
 """
+import copy
 import sys
 import time
 import traceback
@@ -142,13 +144,105 @@ def cases(dtype):
         ("onnx lstm", co.lstm, (x, r(1, 4 * H, nIn), r(1, 4 * H, H), r(1, 8 * H)), {}, False),
         ("onnx rnn_bp", co.rnn_bp, (x, r(1, H, nIn), r(1, H, H), r(1, 2 * H)),
          dict(dY=r(sL, 1, bS, H)), True),
+        ("gruTimeLoopBp lbr=True on the workspace",
+         training_step(cells.gruTimeLoop, cells.gruTimeLoopBp, 5, linear_before_reset=True,
+                       seq_len=lens, forward=False), (x, hI, Wx3, Wh3, b23, dLdh), {}, True),
+        ("lstmLayerTimeLoopBp projection on the workspace",
+         training_step(cells.lstmLayerTimeLoop, cells.lstmLayerTimeLoopBp, 6, seq_len=lens),
+         (x, Wx4, Wr4[:2], b4, hI[:, :2], cI, dLdh[..., :2]), dict(Wproj=Wr4[:, :2].copy()),
+         True),
+        ("lltmTimeLoopBp on the workspace",
+         training_step(cells.lltmTimeLoop, cells.lltmTimeLoopBp, 5, forward=False),
+         (x, W3, b3, hI, cI, dLdh), {}, True),
+        ("rnnTimeLoopBp on the workspace",
+         training_step(cells.rnnTimeLoop, cells.rnnTimeLoopBp, 5, seq_len=lens),
+         (x, hI, Wx1, Wh1, b1, dLdh), {}, True),
+        ("onnx gru_bp on the workspace",
+         training_step(co.gru, co.gru_bp, 5, direction="bidirectional"),
+         (x, r(2, 3 * H, nIn), r(2, 3 * H, H), r(2, 6 * H), lens.astype(np.int32), None,
+          r(sL, 2, bS, H)), {}, True),
     ]
     return out
+
+
+def training_step(loop, loop_bp, n_inputs, **options):
+    """A function running `loop_bp` on the workspace that `loop` (on the first n_inputs
+    arguments) kept, both with `options` and the function's keywords (arrays moved with the
+    arguments)."""
+    def step(*args, **arrays):
+        kept = loop(*args[:n_inputs], return_workspace=True, **options, **arrays)
+        return loop_bp(*args, workspace=kept[-1], **options, **arrays)
+    return step
 
 
 def to_pair(a):
     """A bidirectional op's [2, ...] weights from one direction's."""
     return np.stack([a, a[::-1].copy()])
+
+
+def torch_models(torch, ct):
+    """(name, module, inputs) for each cells.torch family, float64 CPU tensors (every input
+    needs a gradient; the packed GRU runs seq_len)."""
+    torch.manual_seed(0)
+    sL, bS, nIn, H = 5, 3, 4, 3
+    x = torch.randn(sL, bS, nIn, dtype=torch.float64)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, [5, 3, 2])
+    h0 = torch.randn(2, bS, H, dtype=torch.float64)
+    return [
+        ("GRU bidirectional packed", ct.GRU(nIn, H, bidirectional=True).double(),
+         (packed, h0)),
+        ("LSTM projection, two layers", ct.LSTM(nIn, H, num_layers=2, proj_size=2).double(),
+         (x,)),
+        ("RNN relu", ct.RNN(nIn, H, nonlinearity="relu").double(), (x, h0[:1])),
+        ("LLTM", ct.LLTM(nIn, H).double(), (x[0], (h0[0], h0[1]))),
+    ]
+
+
+def outputs_and_grads(torch, module, inputs):
+    """The module's outputs (tensors, a packed sequence's data) and the gradients of their sum
+    of squares with respect to the parameters and the float inputs, as NumPy arrays."""
+    tree_leaves = torch.utils._pytree.tree_leaves
+    inputs = [t.detach().requires_grad_() if isinstance(t, torch.Tensor) else t for t in inputs]
+    outputs = [t for t in tree_leaves(module(*inputs))
+               if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    wrt = list(module.parameters()) + [t for t in tree_leaves(inputs)
+                                       if isinstance(t, torch.Tensor) and t.requires_grad]
+    grads = torch.autograd.grad(sum((t ** 2).sum() for t in outputs), wrt)
+    return [t.detach().cpu().numpy() for t in outputs + list(grads)]
+
+
+def to_cuda(torch, value):
+    """A module's input on the GPU: a tensor or a packed sequence, or a tuple of tensors."""
+    if isinstance(value, tuple) and not hasattr(value, "to"):
+        return tuple(t.cuda() for t in value)
+    return value.to("cuda")
+
+
+def check_torch_modules():
+    """cells.torch's modules on CUDA tensors against the same modules on CPU tensors, float64:
+    outputs and every gradient within F64_TOL."""
+    import torch
+
+    import cells.torch as ct
+
+    print("\n2. cells.torch on CUDA tensors against the CPU")
+    failures = 0
+    for name, module, inputs in torch_models(torch, ct):
+        try:
+            expected = outputs_and_grads(torch, module, inputs)
+            on_gpu = [to_cuda(torch, t) for t in inputs]
+            got = outputs_and_grads(torch, copy.deepcopy(module).cuda(), on_gpu)
+            torch.cuda.synchronize()
+            err = max(float(np.abs(g - e).max() / max(1.0, np.abs(e).max()))
+                      for g, e in zip(got, expected))
+        except Exception as e:   # noqa: BLE001 - report and go on
+            failures += 1
+            print(f"  {name}: ERROR {type(e).__name__}: {str(e).splitlines()[0][:150]}")
+            continue
+        ok = err <= F64_TOL
+        failures += not ok
+        print(f"  {name}: {'PASS' if ok else 'FAIL'} {err:.1e}")
+    return failures
 
 
 def check_correctness(cupy):
@@ -250,7 +344,7 @@ def torch_runs(family, T, B, H):
 def time_against_cudnn(cupy):
     import torch
 
-    print("\n2. Timings, float32, ms (medians of CUDA-event-timed calls); ratio = cuDNN / cells")
+    print("\n3. Timings, float32, ms (medians of CUDA-event-timed calls); ratio = cuDNN / cells")
     print(f"  GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
           f"cuDNN {torch.backends.cudnn.version()}, CuPy {cupy.__version__}")
     rows = []
@@ -277,6 +371,7 @@ def main():
     print(f"cells {cells.__file__}; CuPy {cupy.__version__}, device "
           f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     failures = check_correctness(cupy)
+    failures += check_torch_modules()
     try:
         time_against_cudnn(cupy)
     except Exception:   # noqa: BLE001 - the correctness part has been printed

@@ -6,6 +6,7 @@ importing CuPy, so that `import cells` never needs it and a call mixing them wit
 a clear TypeError; the GPU backend imports CuPy when it runs (an ImportError saying what to
 install where it is missing).
 """
+import numpy as np
 
 
 def on_gpu(a):
@@ -13,9 +14,20 @@ def on_gpu(a):
     return type(a).__module__.startswith("cupy")
 
 
-def _type_name(a):
-    """numpy.ndarray, cupy.ndarray, ...: the type's top-level package and name."""
+def array_module(a):
+    """The array module of `a`'s kind: numpy, or cupy for a CuPy array (imported then, with an
+    ImportError saying what to install where it is missing)."""
+    if on_gpu(a):
+        from cells import cuda
+        return cuda.import_cupy()
+    return np
+
+
+def type_name(a):
+    """numpy.ndarray, cupy.ndarray, list, ...: the type's top-level package and name."""
     kind = type(a)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
     return f"{kind.__module__.partition('.')[0]}.{kind.__qualname__}"
 
 
@@ -33,8 +45,8 @@ def select(**arrays):
         if first is None:
             first = name, a
         elif on_gpu(a) != on_gpu(first[1]):
-            raise TypeError(f"{name}: expected a {_type_name(first[1])} as {first[0]} (one call "
-                            f"takes NumPy arrays or CuPy arrays, not both), got {_type_name(a)}")
+            raise TypeError(f"{name}: expected a {type_name(first[1])} as {first[0]} (one call "
+                            f"takes NumPy arrays or CuPy arrays, not both), got {type_name(a)}")
     # Imported on first use: cells._cpu imports the kernels, which import cells._validate, which
     # imports this module.
     if first is not None and on_gpu(first[1]):

@@ -35,10 +35,6 @@ def _runtime(a):
     return np, cuda.cpu_launcher()
 
 
-def _xp(a):
-    return cuda.import_cupy() if _backend.on_gpu(a) else np
-
-
 def empty(shape, dtype):
     """A new uninitialised C-ordered CuPy array."""
     return cuda.import_cupy().empty(shape, dtype)
@@ -211,8 +207,10 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
               input_grad=True):
     """The backward time loop of `family` on the GPU, on `saved` = (h, gates, c, aux, m) of its
     forward with keep (cells._cpu._backward's arguments and results: (dLdx, dLdhI, dLdcI, dLdWx,
-    dLdWh (with W: dLdW, None), dLdb, dLdP, dLdWproj)). gates and a kept aux are overwritten
-    with gradients (dL/dz, and the lbr GRU's dL/dhc).
+    dLdWh (with W: dLdW, None), dLdb, dLdP, dLdWproj)). Unlike the CPU's, it leaves `saved`
+    intact, so that a workspace can serve another backward (CuPy arrays cannot be made
+    read-only to guard it): the kernels overwrite copies of gates and a kept aux with
+    gradients (dL/dz, and the lbr GRU's dL/dhc), one gates-sized buffer more than the CPU's.
 
     With Wproj, each step starts the kernels from dL/dm = dL/dh·Wprojᵀ (dL/dh: the carried
     gradient of the state plus dLdh at the step), and dL/dWproj = Σ mᵀ·dL/dh after the loop."""
@@ -227,9 +225,11 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     nState = Wproj.shape[1] if projected else nOut
     h, gates, c, aux, m = saved
     h, c, m = _c_order(xp, h), _c_order(xp, c), _c_order(xp, m)
-    gates = _c_order(xp, gates)   # a copy only for a cell's gates put together by its face
+    gates = xp.array(gates, order="C")   # copies, which become the gradients
     if fam.aux and not fam.aux_kept:
         aux = xp.empty((sL, bS, nOut), dtype)
+    elif fam.aux:
+        aux = xp.array(aux, order="C")
     Wx_op, Wh_h, Wh_x = _weights(xp, fam, nOut, Wx, Wh, W)
     dh = xp.zeros((bS, nState), dtype) if dLdhL is None else xp.array(dLdhL, dtype, order="C")
     dhr = xp.zeros((bS, nOut), dtype)
@@ -332,7 +332,7 @@ def _param_grad(xp, family, dims, seq_len, fwd, dz, aux, cI, c):
 # The family functions (cells/_family_calls.py), on the loops above
 # ---------------------------------------------------------------------------------------------
 
-_calls = FamilyCalls(_forward, _backward, _xp)
+_calls = FamilyCalls(_forward, _backward, _backend.array_module)
 gru_forward, gru_backward = _calls.gru_forward, _calls.gru_backward
 lstm_forward, lstm_backward = _calls.lstm_forward, _calls.lstm_backward
 lltm_forward, lltm_backward = _calls.lltm_forward, _calls.lltm_backward

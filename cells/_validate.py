@@ -98,36 +98,45 @@ def output_grads(sL, bS, nOut, dLdh, width="nOut", **final_state_grads):
             shape(name, g, (bS, nOut), f"[bS, {width}]")
 
 
-def seq_len(lengths, sL, bS, names=("seq_len", "sL", "bS"), outside=""):
+def seq_len(lengths, sL, bS, like, names=("seq_len", "sL", "bS"), outside=""):
     """Check a `seq_len` argument: None (every row runs all sL steps) or integers [bS] in
-    [0, sL]. Returns None or the lengths as a C-contiguous int64 array for the kernels.
-    `names`: what the messages call the argument, sL and bS (ONNX: sequence_lens, ...);
-    `outside`: what the range error adds about values outside [0, sL]."""
+    [0, sL], a NumPy array, or a CuPy array in a call on CuPy arrays (`like`: the call's x).
+    Returns None or the lengths as a C-contiguous int64 NumPy array: the loops read them on the
+    host (a CuPy array is copied there). `names`: what the messages call the argument, sL and
+    bS (ONNX: sequence_lens, ...); `outside`: what the range error adds about values outside
+    [0, sL]."""
     name, steps, batch = names
     if lengths is None:
         return None
-    if not isinstance(lengths, np.ndarray) or lengths.dtype.kind not in "iu":
-        kind = lengths.dtype if isinstance(lengths, np.ndarray) else type(lengths).__name__
-        raise TypeError(f"{name}: expected None or an integer numpy.ndarray [{batch}], "
-                        f"got {kind}")
+    gpu = _backend.on_gpu(like)
+    expected = (f"{name}: expected None or an integer array [{batch}] (a numpy.ndarray"
+                f"{', or a cupy.ndarray' if gpu else ''})")
+    on_device = _backend.on_gpu(lengths)
+    if on_device and not gpu or not (on_device or isinstance(lengths, np.ndarray)):
+        raise TypeError(f"{expected}, got {_backend.type_name(lengths)}")
+    if lengths.dtype.kind not in "iu":
+        raise TypeError(f"{expected}, got dtype {lengths.dtype}")
     shape(name, lengths, (bS,), f"[{batch}]")
+    if on_device:
+        lengths = lengths.get()
     if bS and (lengths.min() < 0 or lengths.max() > sL):
         raise ValueError(f"{name}: expected values in [0, {steps}={sL}]{outside}, "
                          f"got values from {lengths.min()} to {lengths.max()}")
     return np.ascontiguousarray(lengths, dtype=np.int64)
 
 
-def workspace(ws, kind, backward, dtype, shapes_of, arrays, consumed, **options):
+def workspace(ws, kind, backward, x, shapes_of, arrays, consumed, **options):
     """Check the workspace `ws` a time loop's backward pass (named `backward`, its forward being
     the same name without "Bp") was given, before any kernel runs:
       - it is a `kind` (GruWorkspace, ...);
       - it was made with this call's options: each keyword names a field of ws (seq_len,
         forward, ...) and gives this call's value; None matches only None;
-      - its `arrays` (name -> expected shape, from this call's `shapes_of` arrays) have this
-        call's dtype and shape;
-      - the buffers named in `consumed` (fields that may be None), which the backward
+      - its `arrays` (name -> expected shape, from this call's `shapes_of` arrays) are arrays of
+        the kind (NumPy or CuPy) and dtype of this call's x, with this call's shapes;
+      - the NumPy buffers named in `consumed` (fields that may be None), which the CPU backward
         overwrites with gradients, have not been used by one already (the first leaves them
-        read-only: consume_workspace)."""
+        read-only: consume_workspace). The GPU backward leaves its workspace intact (CuPy
+        arrays cannot be made read-only)."""
     if not isinstance(ws, kind):
         raise TypeError(f"workspace: expected the {kind.__name__} returned by "
                         f"{backward[:-2]}, got {type(ws).__name__}")
@@ -137,15 +146,17 @@ def workspace(ws, kind, backward, dtype, shapes_of, arrays, consumed, **options)
                                                  and not np.array_equal(made, value)):
             raise ValueError(f"workspace: it was made with {name}={made}, this call has "
                              f"{name}={value}")
+    expected_kind = _backend.type_name(x)
     for name, expected in arrays.items():
         a = getattr(ws, name)
-        if not isinstance(a, np.ndarray) or a.dtype != dtype:
-            raise TypeError(f"workspace.{name}: expected a {dtype} array, got "
-                            f"{getattr(a, 'dtype', type(a).__name__)}")
+        if _backend.type_name(a) != expected_kind or a.dtype != x.dtype:
+            got = f"{getattr(a, 'dtype', '')} {_backend.type_name(a)}".strip()
+            raise TypeError(f"workspace.{name}: expected a {x.dtype} {expected_kind} (as x), "
+                            f"got {got}")
         shape(f"workspace.{name}", a, expected, f"(the shapes of this call's {shapes_of})")
     for name in consumed:
         a = getattr(ws, name)
-        if a is None:
+        if a is None or _backend.on_gpu(a):
             continue
         if not a.flags.writeable:
             raise ValueError(f"workspace.{name} is read-only: this workspace was used by "

@@ -3,9 +3,10 @@ GRU cell.
 
 Every converter takes array-likes (NumPy arrays, torch tensors, which are detached and copied to
 the CPU, nested lists) of one dtype, float32 or float64, and returns new C-contiguous NumPy
-arrays of that dtype. Nothing is converted silently: a list of Python floats is float64, and an
-integer, float16 or mixed-dtype call is a TypeError; a wrong shape is a ValueError naming the
-argument with the expected and the given shape. torch is imported by from_torch_module only.
+arrays of that dtype; CuPy arrays (all the arrays of a call) give CuPy arrays on their device.
+Nothing is converted silently: a list of Python floats is float64, and an integer, float16 or
+mixed-dtype call is a TypeError; a wrong shape is a ValueError naming the argument with the
+expected and the given shape. torch is imported by from_torch_module only.
 
 cells' layout (products are row-vector, z = x·W; H = nOut = hidden_size = units, I = nIn):
 
@@ -95,6 +96,7 @@ from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+from cells import _backend
 from cells import _validate as check
 
 # Gate orders, each framework's gates named by cells' letters: GRU r, u, c; LSTM i, f, g, o.
@@ -120,8 +122,8 @@ def gru_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
         ("bias_ih", "bias_hh"),
         weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
     H = _check_torch(3, weight_ih, weight_hh, bias_ih, bias_hh)
-    b = np.stack([_or_zeros(bias_ih, 3 * H, weight_ih.dtype),
-                  _or_zeros(bias_hh, 3 * H, weight_ih.dtype)])
+    b = _backend.array_module(weight_ih).stack([_or_zeros(bias_ih, 3 * H, weight_ih),
+                                                _or_zeros(bias_hh, 3 * H, weight_ih)])
     return (_transposed(_reorder(weight_ih, _TORCH_GRU, _GRU, axis=0)),
             _transposed(_reorder(weight_hh, _TORCH_GRU, _GRU, axis=0)),
             _reorder(b, _TORCH_GRU, _GRU))
@@ -163,7 +165,7 @@ def gru_from_keras(kernel, recurrent_kernel, bias=None, reset_after=True):
     else:
         shape, meaning = (3 * H,), "[3*units] with reset_after=False"
     if bias is None:
-        bias = np.zeros(shape, kernel.dtype)
+        bias = _backend.array_module(kernel).zeros(shape, kernel.dtype)
     else:
         check.shape("bias", bias, shape, meaning)
     return (_reorder(kernel, _KERAS_GRU, _GRU), _reorder(recurrent_kernel, _KERAS_GRU, _GRU),
@@ -197,7 +199,7 @@ def gru_from_onnx(W, R, B=None, direction=0):
     W, R, B = _arrays(("B",), W=W, R=R, B=B)
     H, d = _check_onnx(3, W, R, direction)
     if B is None:
-        B = np.zeros((W.shape[0], 6 * H), W.dtype)
+        B = _backend.array_module(W).zeros((W.shape[0], 6 * H), W.dtype)
     else:
         check.shape("B", B, (W.shape[0], 6 * H), "[num_directions, 6*hidden_size] (Wb then Rb)")
     return (_transposed(_reorder(W[d], _ONNX_GRU, _GRU, axis=0)),
@@ -237,8 +239,9 @@ def gru_from_block(Wru, Wc, bru, bc):
     check.shape("Wru", Wru, (nIn + nOut, 2 * nOut), "[nIn+nOut, 2*nOut] (nIn, nOut from Wc)")
     check.shape("bru", bru, (2 * nOut,), "[2*nOut]")
     check.shape("bc", bc, (nOut,), "[nOut]")
-    return (np.concatenate([Wru[:nIn], Wc[:nIn]], axis=1),
-            np.concatenate([Wru[nIn:], Wc[nIn:]], axis=1), np.concatenate([bru, bc]))
+    xp = _backend.array_module(Wru)
+    return (xp.concatenate([Wru[:nIn], Wc[:nIn]], axis=1),
+            xp.concatenate([Wru[nIn:], Wc[nIn:]], axis=1), xp.concatenate([bru, bc]))
 
 
 def gru_to_block(Wx, Wh, b, *, linear_before_reset):
@@ -256,10 +259,11 @@ def gru_to_block(Wx, Wh, b, *, linear_before_reset):
             "block equivalent")
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     H = _check_gru(Wx, Wh, b)
-    Wru = np.concatenate([Wx[:, :2 * H], Wh[:, :2 * H]])
-    Wc = np.concatenate([Wx[:, 2 * H:], Wh[:, 2 * H:]])
-    bru, bc = np.split(_fold(b, False), [2 * H])
-    return Wru, Wc, bru, bc
+    xp = _backend.array_module(Wx)
+    Wru = xp.concatenate([Wx[:, :2 * H], Wh[:, :2 * H]])
+    Wc = xp.concatenate([Wx[:, 2 * H:], Wh[:, 2 * H:]])
+    bias = _fold(b, False)
+    return Wru, Wc, bias[:2 * H].copy(), bias[2 * H:].copy()
 
 
 def gru_fold_bias(b, *, linear_before_reset):
@@ -292,7 +296,7 @@ def lstm_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
         ("bias_ih", "bias_hh"),
         weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
     H = _check_torch(4, weight_ih, weight_hh, bias_ih, bias_hh)
-    b = _or_zeros(bias_ih, 4 * H, weight_ih.dtype) + _or_zeros(bias_hh, 4 * H, weight_ih.dtype)
+    b = _or_zeros(bias_ih, 4 * H, weight_ih) + _or_zeros(bias_hh, 4 * H, weight_ih)
     return (_transposed(_reorder(weight_ih, _TORCH_LSTM, _LSTM, axis=0)),
             _transposed(_reorder(weight_hh, _TORCH_LSTM, _LSTM, axis=0)),
             _reorder(b, _TORCH_LSTM, _LSTM))
@@ -308,8 +312,7 @@ def lstm_to_torch(Wx, Wr, b=None):
     H = _check_lstm(Wx, Wr, b)
     return (_transposed(_reorder(Wx, _LSTM, _TORCH_LSTM)),
             _transposed(_reorder(Wr, _LSTM, _TORCH_LSTM)),
-            _reorder(_or_zeros(b, 4 * H, Wx.dtype), _LSTM, _TORCH_LSTM),
-            np.zeros(4 * H, Wx.dtype))
+            _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _TORCH_LSTM), _or_zeros(None, 4 * H, Wx))
 
 
 def lstm_from_keras(kernel, recurrent_kernel, bias=None):
@@ -324,7 +327,7 @@ def lstm_from_keras(kernel, recurrent_kernel, bias=None):
     if bias is not None:
         check.shape("bias", bias, (4 * H,), "[4*units]")
     return (_reorder(kernel, _KERAS_LSTM, _LSTM), _reorder(recurrent_kernel, _KERAS_LSTM, _LSTM),
-            _reorder(_or_zeros(bias, 4 * H, kernel.dtype), _KERAS_LSTM, _LSTM))
+            _reorder(_or_zeros(bias, 4 * H, kernel), _KERAS_LSTM, _LSTM))
 
 
 def lstm_to_keras(Wx, Wr, b=None):
@@ -336,7 +339,7 @@ def lstm_to_keras(Wx, Wr, b=None):
     Wx, Wr, b = _arrays(("b",), Wx=Wx, Wr=Wr, b=b)
     H = _check_lstm(Wx, Wr, b)
     return (_reorder(Wx, _LSTM, _KERAS_LSTM), _reorder(Wr, _LSTM, _KERAS_LSTM),
-            _reorder(_or_zeros(b, 4 * H, Wx.dtype), _LSTM, _KERAS_LSTM))
+            _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _KERAS_LSTM))
 
 
 def lstm_from_onnx(W, R, B=None, P=None, direction=0):
@@ -351,7 +354,7 @@ def lstm_from_onnx(W, R, B=None, P=None, direction=0):
     H, d = _check_onnx(4, W, R, direction)
     dirs = W.shape[0]
     if B is None:
-        B = np.zeros((dirs, 8 * H), W.dtype)
+        B = _backend.array_module(W).zeros((dirs, 8 * H), W.dtype)
     else:
         check.shape("B", B, (dirs, 8 * H), "[num_directions, 8*hidden_size] (Wb then Rb)")
     if P is not None:
@@ -371,11 +374,11 @@ def lstm_to_onnx(Wx, Wr, b=None, Wp=None):
     """
     Wx, Wr, b, Wp = _arrays(("b", "Wp"), Wx=Wx, Wr=Wr, b=b, Wp=Wp)
     H = _check_lstm(Wx, Wr, b, Wp)
-    Wb = _reorder(_or_zeros(b, 4 * H, Wx.dtype), _LSTM, _ONNX_LSTM)
+    Wb = _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _ONNX_LSTM)
     P = None if Wp is None else _reorder(Wp, _PEEPHOLES, _ONNX_PEEPHOLES)[None]
     return (_transposed(_reorder(Wx, _LSTM, _ONNX_LSTM))[None],
             _transposed(_reorder(Wr, _LSTM, _ONNX_LSTM))[None],
-            np.concatenate([Wb, np.zeros(4 * H, Wx.dtype)])[None], P)
+            _backend.array_module(Wx).concatenate([Wb, _or_zeros(None, 4 * H, Wx)])[None], P)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,7 +396,8 @@ def rnn_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
         ("bias_ih", "bias_hh"),
         weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
     H = _check_torch(1, weight_ih, weight_hh, bias_ih, bias_hh)
-    b = np.stack([_or_zeros(bias_ih, H, weight_ih.dtype), _or_zeros(bias_hh, H, weight_ih.dtype)])
+    b = _backend.array_module(weight_ih).stack([_or_zeros(bias_ih, H, weight_ih),
+                                                _or_zeros(bias_hh, H, weight_ih)])
     return _transposed(weight_ih), _transposed(weight_hh), b
 
 
@@ -421,7 +425,7 @@ def rnn_from_onnx(W, R, B=None, direction=0):
     W, R, B = _arrays(("B",), W=W, R=R, B=B)
     H, d = _check_onnx(1, W, R, direction)
     if B is None:
-        B = np.zeros((W.shape[0], 2 * H), W.dtype)
+        B = _backend.array_module(W).zeros((W.shape[0], 2 * H), W.dtype)
     else:
         check.shape("B", B, (W.shape[0], 2 * H), "[num_directions, 2*hidden_size] (Wb then Rb)")
     return _transposed(W[d]), _transposed(R[d]), _two_rows(B[d].reshape(2, H))
@@ -518,8 +522,9 @@ def from_torch_module(module):
 
 def _arrays(optional=(), **arrays):
     """The arguments as NumPy arrays, in order: torch tensors detached and copied to the CPU,
-    anything else through np.asarray, None kept for the names in `optional`. A TypeError unless
-    all are float32 or all float64 (no conversion happens)."""
+    CuPy arrays kept, anything else through np.asarray, None kept for the names in `optional`.
+    A TypeError unless all are float32 or all float64 and all NumPy or all CuPy (no conversion
+    happens)."""
     torch = sys.modules.get("torch")  # a torch tensor exists only once torch is imported
     out = {}
     for name, a in arrays.items():
@@ -527,7 +532,7 @@ def _arrays(optional=(), **arrays):
             if a.dtype not in (torch.float32, torch.float64):
                 raise TypeError(f"{name}: expected dtype float32 or float64, got {a.dtype}")
             a = a.detach().cpu().numpy()
-        out[name] = None if a is None else np.asarray(a)
+        out[name] = a if a is None or _backend.on_gpu(a) else np.asarray(a)
     check.real_arrays(optional=optional, **out)
     return tuple(out.values())
 
@@ -536,24 +541,26 @@ def _reorder(a, src, dst, axis=-1):
     """A new C-contiguous array: `a` with its gate blocks along `axis` (len(src) equal blocks,
     in the order `src`) in the order `dst`. Orders are strings of cells' gate letters:
     _reorder(W, "urc", "ruc", axis=0) takes ONNX's (z, r, h) rows to cells' (r, u, c)."""
-    blocks = dict(zip(src, np.split(a, len(src), axis=axis)))
-    return np.concatenate([blocks[gate] for gate in dst], axis=axis)
+    xp = _backend.array_module(a)
+    blocks = dict(zip(src, xp.split(a, len(src), axis=axis)))
+    return xp.concatenate([blocks[gate] for gate in dst], axis=axis)
 
 
 def _transposed(a):
     """a.T as a new C-contiguous array."""
-    return np.array(a.T, order="C")
+    return a.T.copy(order="C")
 
 
-def _or_zeros(bias, n, dtype):
-    """bias, or zeros [n] in its place when it is None."""
-    return np.zeros(n, dtype) if bias is None else bias
+def _or_zeros(bias, n, like):
+    """bias, or zeros [n] of `like`'s dtype and kind in its place when it is None."""
+    return _backend.array_module(like).zeros(n, like.dtype) if bias is None else bias
 
 
 def _two_rows(b):
     """A bias [n*H] or [2, n*H] as a new array [2, n*H] (rows bx, bh): a copy of b, or [b, 0]
     when b is [n*H] (a GRU's [3H], an RNN's [H])."""
-    return np.array(b) if b.ndim == 2 else np.stack([b, np.zeros_like(b)])
+    xp = _backend.array_module(b)
+    return b.copy() if b.ndim == 2 else xp.stack([b, xp.zeros_like(b)])
 
 
 def _fold(b, lbr):
@@ -561,7 +568,7 @@ def _fold(b, lbr):
     if b.ndim == 1:
         return b.copy()
     H = b.shape[1] // 3
-    if lbr and np.any(b[1, 2 * H:] != 0):
+    if lbr and bool((b[1, 2 * H:] != 0).any()):
         raise ValueError(
             "b: the recurrent candidate bias b[1, 2*nOut:] is not zero; with "
             "linear_before_reset=True it sits inside r∘(hI·Wh_c + bh_c) and cannot be folded "

@@ -145,7 +145,7 @@ def gruTimeLoop(x, hI, Wx, Wh, b, *, linear_before_reset=False, seq_len=None, fo
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
-    lengths = check.seq_len(seq_len, dims[0], dims[1])
+    lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, gates, hc = backend.gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep,
                                        resolve_n_threads(n_threads), lengths, fwd)
     if not keep:
@@ -177,10 +177,10 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
                                         dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
-    lengths = check.seq_len(seq_len, sL, bS)
+    lengths = check.seq_len(seq_len, sL, bS, x)
     saved = None
     if workspace is not None:
-        _check_workspace(workspace, dims, x.dtype, lbr, lengths, fwd)
+        _check_workspace(workspace, dims, x, lbr, lengths, fwd)
         saved = workspace.h, workspace.gates, workspace.hc
     return GruGrads(*backend.gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast,
                                           None, resolve_n_threads(n_threads), lengths, fwd,
@@ -236,12 +236,12 @@ def gruBlockCellBp(x, hLast, Wru, Wc, bru, bc, dLdr, dLdu, dLdc, dLdh, *, n_thre
 # Validation
 # ---------------------------------------------------------------------------------------------
 
-def _check_workspace(ws, dims, dtype, lbr, lengths, fwd):
+def _check_workspace(ws, dims, x, lbr, lengths, fwd):
     sL, bS, _, nOut = dims
     arrays = {"h": (sL, bS, nOut), "gates": (sL, bS, 3 * nOut)}
     if lbr:
         arrays["hc"] = (sL, bS, nOut)
-    check.workspace(ws, GruWorkspace, "gruTimeLoopBp", dtype, "x and hI", arrays,
+    check.workspace(ws, GruWorkspace, "gruTimeLoopBp", x, "x and hI", arrays,
                     ("gates", "hc"), linear_before_reset=lbr, seq_len=lengths, forward=fwd)
 
 

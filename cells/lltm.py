@@ -186,7 +186,7 @@ def lltmTimeLoop(x, W, b, hI, cI, *, seq_len=None, forward=True, return_workspac
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
     backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI)
-    lens = check.seq_len(seq_len, dims[0], dims[1])
+    lens = check.seq_len(seq_len, dims[0], dims[1], x)
     h, hL, cL, gates, c = backend.lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep,
                                                resolve_n_threads(n_threads))
     if not keep:
@@ -214,10 +214,10 @@ def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=Non
                                 dLdcL=dLdcL)
     sL, bS, nIn, S = dims
     check.output_grads(sL, bS, S, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
-    lens = check.seq_len(seq_len, sL, bS)
+    lens = check.seq_len(seq_len, sL, bS, x)
     saved = None
     if workspace is not None:
-        _check_workspace(workspace, dims, x.dtype, lens, fwd)
+        _check_workspace(workspace, dims, x, lens, fwd)
         saved = workspace.h, workspace.gates, workspace.c
     return LltmGrads(*backend.lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL,
                                             resolve_n_threads(n_threads), b=b, lens=lens,
@@ -255,8 +255,8 @@ def _check_lltm(names, x_ndim, x, W, b, hI, cI, **grads):
     return backend, (sL, bS, nIn, S)
 
 
-def _check_workspace(ws, dims, dtype, lens, fwd):
+def _check_workspace(ws, dims, x, lens, fwd):
     sL, bS, _, S = dims
-    check.workspace(ws, LltmWorkspace, "lltmTimeLoopBp", dtype, "x and hI",
+    check.workspace(ws, LltmWorkspace, "lltmTimeLoopBp", x, "x and hI",
                     {"h": (sL, bS, S), "gates": (sL, bS, 3 * S), "c": (sL, bS, S)},
                     ("gates",), seq_len=lens, forward=fwd)

@@ -212,7 +212,7 @@ def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, Wproj=None, seq_len=None
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3)
-    lengths = check.seq_len(seq_len, dims[0], dims[1])
+    lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, hL, cL, c, gates, m = backend.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                                   lengths, fwd, keep,
                                                   resolve_n_threads(n_threads), acts)
@@ -254,10 +254,10 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
     else:
         check.output_grads(sL, bS, Wproj.shape[1], dLdh, "nProj", dLdhL=dLdhL)
         check.output_grads(sL, bS, nOut, None, dLdcL=dLdcL)
-    lengths = check.seq_len(seq_len, sL, bS)
+    lengths = check.seq_len(seq_len, sL, bS, x)
     saved = None
     if workspace is not None:
-        _check_workspace(workspace, dims, x.dtype, lengths, fwd, clip, Wp, Wproj, acts)
+        _check_workspace(workspace, dims, x, lengths, fwd, clip, Wp, Wproj, acts)
         saved = workspace.h, workspace.c, workspace.gates, workspace.m
     *grads, dLdWproj = backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                              lengths, fwd, saved, dLdh, dLdhL, dLdcL,
@@ -336,12 +336,12 @@ def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim, **grads):
     return backend, (sL, bS, nIn, nOut)
 
 
-def _check_workspace(ws, dims, dtype, lengths, fwd, clip, Wp, Wproj, acts):
+def _check_workspace(ws, dims, x, lengths, fwd, clip, Wp, Wproj, acts):
     sL, bS, _, nOut = dims
     nState = nOut if Wproj is None else Wproj.shape[1]
     arrays = {"h": (sL, bS, nState), "c": (sL, bS, nOut), "gates": (sL, bS, 4 * nOut)}
     if Wproj is not None:
         arrays["m"] = (sL, bS, nOut)
-    check.workspace(ws, LstmWorkspace, "lstmLayerTimeLoopBp", dtype, "x, Wr and Wproj", arrays,
+    check.workspace(ws, LstmWorkspace, "lstmLayerTimeLoopBp", x, "x, Wr and Wproj", arrays,
                     ("gates",), seq_len=lengths, forward=fwd, cell_clip=clip,
                     peepholes=Wp is not None, projected=Wproj is not None, activations=acts)

@@ -61,6 +61,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from cells import _backend
 from cells import _validate as check
 from cells import lstm
 
@@ -179,7 +180,7 @@ class _Op:
         self.n_threads = n_threads
         check.real_arrays(optional=("b", "hI", "cI", "Wp"), x=x, Wx=Wx, Wr=Wr, b=b, hI=hI,
                           cI=cI, Wp=Wp)
-        self.dtype = x.dtype
+        self.dtype, self.xp = x.dtype, _backend.array_module(x)
         check.ndim("x", x, 3, f"{DATA_FORMATS[self.df]} {X_LAYOUTS[self.df]}")
         self.D = 1 if self.dm < 2 else 2
         sL, bS, nIn = _x_dims(x.shape, self.df)
@@ -198,8 +199,10 @@ class _Op:
             if a is not None:
                 check.shape(name, a, lead + shape, f"[{two}{meaning}] (nIn, bS from x and "
                             f"dataFormat={self.df}, nOut from Wr, directionMode={self.dm})")
-        self.lengths = _seq_len(seqLen, sL, bS)
-        self.x_tns = np.ascontiguousarray(_to_tns(x, self.df))  # a copy for dataFormat 1, 2
+        self.lengths = _seq_len(seqLen, sL, bS, x)
+        # The rows of length 0, on x's device.
+        self.empty_rows = None if self.lengths is None else self.xp.asarray(self.lengths == 0)
+        self.x_tns = self.xp.ascontiguousarray(_to_tns(x, self.df))  # a copy for dataFormat 1, 2
         self.inputs = dict(Wx=Wx, Wr=Wr, b=b, hI=hI, cI=cI, Wp=Wp)
         F = 2 * nOut if self.dm == 3 else nOut
         self.h_shape, self.h_meaning = _h_shape(self.df, self.dm, sL, bS, F)
@@ -227,9 +230,8 @@ class _Op:
         h, hL, cL = lstm.lstmLayerTimeLoop(*args, **options)
         if self.lengths is not None:
             # A row of length 0 ends with zero states in libnd4j (the time loop: hI, cI).
-            empty = self.lengths == 0
-            hL[empty] = 0
-            cL[empty] = 0
+            hL[self.empty_rows] = 0
+            cL[self.empty_rows] = 0
         return (h[::-1] if suffix else h), hL, cL
 
     def backward(self, d, dLdh, dLdhL, dLdcL):
@@ -237,9 +239,8 @@ class _Op:
         args, options, suffix = self._direction(d)
         if self.lengths is not None:
             # hL, cL of a row of length 0 are the constant 0: nothing flows back from them.
-            empty = self.lengths == 0
-            dLdhL = _zero_rows(dLdhL, empty)
-            dLdcL = _zero_rows(dLdcL, empty)
+            dLdhL = _zero_rows(dLdhL, self.lengths, self.empty_rows)
+            dLdcL = _zero_rows(dLdcL, self.lengths, self.empty_rows)
         if suffix and dLdh is not None:
             dLdh = dLdh[::-1]
         grads = lstm.lstmLayerTimeLoopBp(*args, dLdh, dLdhL=dLdhL, dLdcL=dLdcL, **options)
@@ -254,10 +255,10 @@ class _Op:
         elif self.dm == 2:
             h = hs[0] + hs[1]
         elif self.dm == 3:
-            h = np.concatenate(hs, axis=2)
+            h = self.xp.concatenate(hs, axis=2)
         else:
-            h = np.stack(hs, axis=1)
-        return np.ascontiguousarray(_from_tns(h, self.df) if self.dm != 4 else h)
+            h = self.xp.stack(hs, axis=1)
+        return self.xp.ascontiguousarray(_from_tns(h, self.df) if self.dm != 4 else h)
 
     def from_layout(self, dLdh):
         """Each direction's time-major [sL, bS, nOut] part of a gradient in h's layout (or
@@ -273,11 +274,12 @@ class _Op:
 
     def x_to_layout(self, dLdx):
         """dL/dx in x's layout from its time-major sum."""
-        return np.ascontiguousarray(dLdx if self.df in (0, 3) else _from_tns(dLdx, self.df))
+        return self.xp.ascontiguousarray(dLdx if self.df in (0, 3) else
+                                         _from_tns(dLdx, self.df))
 
     def stack(self, parts):
         """A result with a leading direction axis when bidirectional."""
-        return parts[0] if self.D == 1 else np.stack(parts)
+        return parts[0] if self.D == 1 else self.xp.stack(parts)
 
     def per_direction(self, a, d):
         """Direction d's part of a [2, ...] array when bidirectional (None stays None)."""
@@ -289,10 +291,10 @@ class _Op:
         if g is None:
             return None
         if isinstance(g, numbers.Real) and not isinstance(g, (bool, np.bool_)):
-            return np.full(shape, g, self.dtype)
+            return self.xp.full(shape, g, self.dtype)
         check.real_arrays(**{"x": self.x_tns, name: g})
         if g.ndim == 0:
-            return np.full(shape, g, self.dtype)
+            return self.xp.broadcast_to(g, shape).copy()
         check.shape(name, g, shape, meaning + " (or a scalar)")
         return g
 
@@ -340,23 +342,28 @@ def _h_shape(df, dm, sL, bS, F):
             2: ((bS, F, sL), f"[bS, {feat}, sL]")}[df]
 
 
-def _seq_len(seqLen, sL, bS):
-    """seqLen as the time loops take it (int64 [bS]), from integers or floats (truncated
-    towards 0, as libnd4j's e<int>), or None."""
+def _seq_len(seqLen, sL, bS, x):
+    """seqLen as the time loops take it (int64 [bS] on the host), from integers or floats
+    (truncated towards 0, as libnd4j's e<int>), or None; a CuPy seqLen (in a call on CuPy
+    arrays, x's kind) is copied to the host."""
     if seqLen is None:
         return None
+    gpu = _backend.on_gpu(x)
+    if gpu and _backend.on_gpu(seqLen):
+        seqLen = seqLen.get()
     if not isinstance(seqLen, np.ndarray) or seqLen.dtype.kind not in "iuf":
-        kind = seqLen.dtype if isinstance(seqLen, np.ndarray) else type(seqLen).__name__
-        raise TypeError(f"seqLen: expected None or a numpy.ndarray [bS] of integers or floats, "
-                        f"got {kind}")
+        kind = seqLen.dtype if isinstance(seqLen, np.ndarray) else _backend.type_name(seqLen)
+        raise TypeError(f"seqLen: expected None or a numpy.ndarray{' or cupy.ndarray' * gpu} "
+                        f"[bS] of integers or floats, got {kind}")
     lengths = np.trunc(seqLen).astype(np.int64) if seqLen.dtype.kind == "f" else seqLen
-    return check.seq_len(lengths, sL, bS, ("seqLen", "sL", "bS"),
+    return check.seq_len(lengths, sL, bS, x, ("seqLen", "sL", "bS"),
                          outside=" (libnd4j is undefined outside)")
 
 
-def _zero_rows(g, rows):
-    """g with the rows `rows` set to 0 (a copy when any is), or None."""
-    if g is None or not rows.any():
+def _zero_rows(g, lengths, rows):
+    """g with the rows `rows` (on g's device; lengths == 0 on the host) set to 0 (a copy
+    when any is), or None."""
+    if g is None or not (lengths == 0).any():
         return g
     g = g.copy()
     g[rows] = 0

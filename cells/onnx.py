@@ -70,6 +70,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from cells import _backend
 from cells import _validate as check
 from cells.convert import (
     _times, gru_from_onnx, gru_to_onnx, lstm_from_onnx, lstm_to_onnx, rnn_from_onnx, rnn_to_onnx,
@@ -232,14 +233,14 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
                        B=B, sequence_lens=sequence_lens, initial_h=initial_h,
                        initial_c=initial_c, P=P)
     x = _time_major(X, dims.layout)
-    Y = _zeros(dims, "Y", X.dtype)
-    Y_h, Y_c = _zeros(dims, "Y_h", X.dtype), _zeros(dims, "Y_c", X.dtype)
+    Y = _zeros(dims, "Y", X)
+    Y_h, Y_c = _zeros(dims, "Y_h", X), _zeros(dims, "Y_c", X)
     workspaces = []
     for d, forward in enumerate(dims.forwards):
         Wx, Wr, b, Wp = lstm_from_onnx(W, R, B, P, direction=d)
         out = lstmLayerTimeLoop(
-            x, Wx, Wr, b, _initial_state(initial_h, d, dims, X.dtype),
-            _initial_state(initial_c, d, dims, X.dtype), Wp=Wp, seq_len=sequence_lens,
+            x, Wx, Wr, b, _initial_state(initial_h, d, dims, X),
+            _initial_state(initial_c, d, dims, X), Wp=Wp, seq_len=sequence_lens,
             forward=forward, return_workspace=keep, n_threads=n_threads)
         h, hL, cL, ws = out if keep else (*out, None)
         _sequence(Y, d, dims.layout)[...] = h
@@ -272,14 +273,14 @@ def lstm_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None,
     workspaces = _workspaces(workspace, dims)
     x = _time_major(X, dims.layout)
     dX, dW, dR, dB, dinitial_h, dinitial_c = (
-        _zeros(dims, name, X.dtype) for name in ("X", "W", "R", "B", "initial_h", "initial_c"))
-    dP = None if P is None else _zeros(dims, "P", X.dtype)
+        _zeros(dims, name, X) for name in ("X", "W", "R", "B", "initial_h", "initial_c"))
+    dP = None if P is None else _zeros(dims, "P", X)
     G = 4 * dims.hidden_size
     for d, forward in enumerate(dims.forwards):
         Wx, Wr, b, Wp = lstm_from_onnx(W, R, B, P, direction=d)
         dx, dWx, dWr, db, dhI, dcI, dWp = lstmLayerTimeLoopBp(
-            x, Wx, Wr, b, _initial_state(initial_h, d, dims, X.dtype),
-            _initial_state(initial_c, d, dims, X.dtype), _sequence(dY, d, dims.layout),
+            x, Wx, Wr, b, _initial_state(initial_h, d, dims, X),
+            _initial_state(initial_c, d, dims, X), _sequence(dY, d, dims.layout),
             dLdhL=_state(dY_h, d, dims.layout), dLdcL=_state(dY_c, d, dims.layout), Wp=Wp,
             seq_len=sequence_lens, forward=forward, workspace=workspaces[d],
             n_threads=n_threads)
@@ -345,11 +346,11 @@ def _forward_h(dims, loop, from_onnx, weights, X, initial_h, sequence_lens, opti
     `loop` on from_onnx(*weights, direction=d) with the keywords options[d]; workspaces holds
     one per direction with `keep` (the call's return_workspace), else Nones."""
     x = _time_major(X, dims.layout)
-    Y, Y_h = _zeros(dims, "Y", X.dtype), _zeros(dims, "Y_h", X.dtype)
+    Y, Y_h = _zeros(dims, "Y", X), _zeros(dims, "Y_h", X)
     workspaces = []
     for d, forward in enumerate(dims.forwards):
         Wx, Wh, b = from_onnx(*weights, direction=d)
-        hI = _initial_state(initial_h, d, dims, X.dtype)
+        hI = _initial_state(initial_h, d, dims, X)
         out = loop(x, hI, Wx, Wh, b, seq_len=sequence_lens, forward=forward,
                    return_workspace=keep, n_threads=n_threads, **options[d])
         h, ws = out if keep else (out, None)
@@ -366,12 +367,12 @@ def _backward_h(dims, loop_bp, from_onnx, to_onnx, weights, X, initial_h, sequen
     options[d], its weight gradients mapped back by to_onnx."""
     workspaces = _workspaces(workspace, dims)
     x = _time_major(X, dims.layout)
-    dX, dW, dR, dB, dinitial_h = (_zeros(dims, name, X.dtype)
+    dX, dW, dR, dB, dinitial_h = (_zeros(dims, name, X)
                                   for name in ("X", "W", "R", "B", "initial_h"))
     for d, forward in enumerate(dims.forwards):
         Wx, Wh, b = from_onnx(*weights, direction=d)
         dx, dhI, dWx, dWh, db = loop_bp(
-            x, _initial_state(initial_h, d, dims, X.dtype), Wx, Wh, b,
+            x, _initial_state(initial_h, d, dims, X), Wx, Wh, b,
             _sequence(dY, d, dims.layout), dLdhLast=_state(dY_h, d, dims.layout),
             workspace=workspaces[d], seq_len=sequence_lens, forward=forward,
             n_threads=n_threads, **options[d])
@@ -495,9 +496,9 @@ def _shapes(dims):
     }
 
 
-def _zeros(dims, name, dtype):
-    """Zeros in the ONNX shape of `name`."""
-    return np.zeros(_shapes(dims)[name][0], dtype)
+def _zeros(dims, name, X):
+    """Zeros in the ONNX shape of `name`, of X's dtype and kind."""
+    return _backend.array_module(X).zeros(_shapes(dims)[name][0], X.dtype)
 
 
 def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **optional):
@@ -526,7 +527,7 @@ def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **opti
     for name, a in (("W", W), ("R", R), *optional.items()):
         if a is not None:
             check.shape(name, a, *shapes[name])
-    check.seq_len(lengths, seq_length, batch_size,
+    check.seq_len(lengths, seq_length, batch_size, X,
                   names=("sequence_lens", "seq_length", "batch_size"))
     return dims
 
@@ -578,21 +579,23 @@ def _state(S, d, layout):
     return S[d] if layout == 0 else S[:, d]
 
 
-def _initial_state(S, d, dims, dtype):
-    """Direction d of initial_h or initial_c [batch_size, hidden_size]: zeros when omitted."""
+def _initial_state(S, d, dims, X):
+    """Direction d of initial_h or initial_c [batch_size, hidden_size]: zeros (of X's dtype and
+    kind) when omitted."""
     if S is None:
-        return np.zeros((dims.batch_size, dims.hidden_size), dtype)
+        return _backend.array_module(X).zeros((dims.batch_size, dims.hidden_size), X.dtype)
     return _state(S, d, dims.layout)
 
 
 def _final_state(h, hI, lengths, forward):
     """A GRU's or RNN's direction's Y_h [batch_size, hidden_size] from its outputs h [seq_length,
     batch_size, hidden_size]: the state after each row's last step (time lengths-1 going
-    forward, 0 in reverse), the initial state hI for a row of length 0."""
+    forward, 0 in reverse), the initial state hI for a row of length 0. lengths: None or
+    integers [batch_size] (on the host or h's device)."""
     seq_length, batch_size, _ = h.shape
-    if lengths is None:
-        lengths = np.full(batch_size, seq_length)
-    ran = np.flatnonzero(lengths > 0)
-    final = np.array(hI, copy=True)
-    final[ran] = h[lengths[ran] - 1 if forward else np.zeros_like(ran), ran]
+    xp = _backend.array_module(h)
+    lengths = xp.full(batch_size, seq_length) if lengths is None else xp.asarray(lengths)
+    ran = xp.flatnonzero(lengths > 0)
+    final = hI.copy()
+    final[ran] = h[lengths[ran] - 1 if forward else xp.zeros_like(ran), ran]
     return final

@@ -104,7 +104,7 @@ def rnnTimeLoop(x, hI, Wx, Wh, b, *, activation="tanh", seq_len=None, forward=Tr
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
-    lengths = check.seq_len(seq_len, dims[0], dims[1])
+    lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, _, gates = backend.rnn_forward(dims, x, hI, Wx, Wh, b, act, keep,
                                       resolve_n_threads(n_threads), lengths, fwd)
     if not keep:
@@ -136,10 +136,10 @@ def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, acti
                                         dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
-    lengths = check.seq_len(seq_len, sL, bS)
+    lengths = check.seq_len(seq_len, sL, bS, x)
     saved = None
     if workspace is not None:
-        check.workspace(workspace, RnnWorkspace, "rnnTimeLoopBp", x.dtype, "x and hI",
+        check.workspace(workspace, RnnWorkspace, "rnnTimeLoopBp", x, "x and hI",
                         {"h": (sL, bS, nOut), "gates": (sL, bS, nOut)}, ("gates",),
                         activation=act, seq_len=lengths, forward=fwd)
         saved = workspace.h, workspace.gates

@@ -15,10 +15,14 @@ dropout between layers in training mode. torch's GRU is cells' linear_before_res
 RNN's nonlinearity is cells' activation, and the LSTM's proj_size > 0 is cells' projection
 (Wproj = weight_hrᵀ).
 
-Tensors are float32 or float64 on the CPU: the kernels read them as NumPy arrays sharing their
-memory (tensor.numpy(); a strided one is copied by the kernel) and their results become tensors
-without a copy (torch.from_numpy). Another dtype or device is a TypeError naming the argument.
-Every call runs on torch.get_num_threads() threads.
+Tensors are float32 or float64, on the CPU or on a CUDA device. On the CPU the kernels read
+them as NumPy arrays sharing their memory (tensor.numpy(); a strided one is copied by the
+kernel), their results become tensors without a copy (torch.from_numpy), and every call runs on
+torch.get_num_threads() threads. CUDA tensors run on cells' GPU backend (CuPy, cells[gpu]) as
+CuPy arrays sharing their memory through DLPack, both ways, with CuPy's device and stream set to
+the tensor's device and torch's current stream on it: cells' kernels and cuBLAS calls queue
+behind and before torch's own work, as a torch operator's would. Another dtype or device, or a
+call mixing CPU and CUDA tensors, is a TypeError naming the argument.
 
 Autograd and torch.compile. Each time loop is a custom operator (torch.library, namespace
 "cells"), with a fake (meta) implementation and a backward formula:
@@ -47,6 +51,7 @@ torch._dynamo.config.allow_rnn is set; importing this module sets it (for torch'
 modules too, which dynamo then traces instead of breaking the graph).
 """
 import copy
+import functools
 import math
 from typing import Optional
 
@@ -57,6 +62,7 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 import cells
+from cells import _backend, cuda
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell", "LLTM", "convert"]
 
@@ -70,22 +76,48 @@ _REAL_DTYPES = (torch.float32, torch.float64)
 # ---------------------------------------------------------------------------------------------
 
 def _check_tensor(name, t):
-    """A TypeError unless t is a float32 or float64 CPU tensor."""
+    """A TypeError unless t is a float32 or float64 tensor on the CPU or a CUDA device."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
-    if t.device.type != "cpu":
-        raise TypeError(f"{name}: expected a CPU tensor (cells.torch runs on the CPU), got "
-                        f"device {t.device}")
+    if t.device.type not in ("cpu", "cuda"):
+        raise TypeError(f"{name}: expected a CPU or CUDA tensor, got device {t.device}")
     if t.dtype not in _REAL_DTYPES:
         raise TypeError(f"{name}: expected dtype torch.float32 or torch.float64, got {t.dtype}")
 
 
+def _on_gpu(t):
+    """Whether tensor t is one that cells' GPU backend runs: a CUDA tensor."""
+    return t.is_cuda
+
+
 def _array(name, t):
-    """A checked tensor as a NumPy array sharing its memory; None stays None."""
+    """A checked tensor as an array sharing its memory (NumPy on the CPU, CuPy for a CUDA
+    tensor, through DLPack); None stays None."""
     if t is None:
         return None
     _check_tensor(name, t)
+    if _on_gpu(t):
+        return cuda.import_cupy().from_dlpack(t.detach())
     return t.detach().numpy()
+
+
+def _torch_stream(device):
+    """torch's current stream on a CUDA device."""
+    return torch.cuda.current_stream(device)
+
+
+def _on_torch_stream(op):
+    """A custom operator's body, run with CuPy's current device and stream set to those of its
+    first argument x when x is a CUDA tensor (torch's current stream on x's device)."""
+    @functools.wraps(op)
+    def run(x, *args, **kwargs):
+        if not (isinstance(x, Tensor) and _on_gpu(x)):
+            return op(x, *args, **kwargs)
+        cupy = cuda.import_cupy()
+        with cupy.cuda.Device(x.device.index), \
+                cupy.cuda.Stream.from_external(_torch_stream(x.device)):
+            return op(x, *args, **kwargs)
+    return run
 
 
 def _lengths(seq_len):
@@ -99,14 +131,16 @@ def _lengths(seq_len):
 
 
 def _tensor(a):
-    """A NumPy result as a tensor sharing its memory."""
-    return torch.from_numpy(a)
+    """A result (a NumPy or CuPy array) as a tensor sharing its memory."""
+    return torch.from_dlpack(a) if _backend.on_gpu(a) else torch.from_numpy(a)
 
 
-def _consumable(t):
-    """A saved workspace buffer that cells' backward consumes: a copy, so that the saved tensor
-    survives for another backward (retain_graph=True)."""
-    return t.detach().numpy().copy()
+def _consumable(name, t):
+    """A saved workspace buffer that cells' backward consumes on the CPU: a copy, so that the
+    saved tensor survives for another backward (retain_graph=True). The GPU backward leaves its
+    workspace intact: a CUDA tensor's buffer is shared."""
+    a = _array(name, t)
+    return a if _backend.on_gpu(a) else a.copy()
 
 
 def _no_workspace(x):
@@ -148,6 +182,7 @@ def _raise_double_backward(op):
 # ---------------------------------------------------------------------------------------------
 
 @torch.library.custom_op("cells::gru_time_loop", mutates_args=())
+@_on_torch_stream
 def gru_time_loop(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
                   seq_len: Optional[Tensor], forward: bool,
                   keep_workspace: bool) -> tuple[Tensor, Tensor, Tensor]:
@@ -175,6 +210,7 @@ def _(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace):
 
 
 @torch.library.custom_op("cells::gru_time_loop_backward", mutates_args=())
+@_on_torch_stream
 def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
                            dLdh: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
                            h: Tensor, gates: Tensor, hc: Tensor,
@@ -186,8 +222,8 @@ def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
-        workspace = cells.GruWorkspace(_array("h", h), _consumable(gates), _consumable(hc),
-                                       lengths, forward)
+        workspace = cells.GruWorkspace(_array("h", h), _consumable("gates", gates),
+                                       _consumable("hc", hc), lengths, forward)
     grads = cells.gruTimeLoopBp(
         _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
         _array("dLdh", dLdh), workspace=workspace, linear_before_reset=True, seq_len=lengths,
@@ -228,6 +264,7 @@ gru_time_loop_backward.register_autograd(_raise_double_backward("cells::gru_time
 # ---------------------------------------------------------------------------------------------
 
 @torch.library.custom_op("cells::lstm_time_loop", mutates_args=())
+@_on_torch_stream
 def lstm_time_loop(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
                    Wproj: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
                    keep_workspace: bool
@@ -260,6 +297,7 @@ def _(x, Wx, Wr, b, hI, cI, Wproj, seq_len, forward, keep_workspace):
 
 
 @torch.library.custom_op("cells::lstm_time_loop_backward", mutates_args=())
+@_on_torch_stream
 def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor,
                             cI: Tensor, Wproj: Optional[Tensor], dLdh: Optional[Tensor],
                             dLdhL: Optional[Tensor], dLdcL: Optional[Tensor],
@@ -273,7 +311,8 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
-        workspace = cells.LstmWorkspace(_array("h", h), _array("c", c), _consumable(gates),
+        workspace = cells.LstmWorkspace(_array("h", h), _array("c", c),
+                                        _consumable("gates", gates),
                                         None if Wproj is None else _array("m", m), lengths,
                                         forward, 0.0, False, Wproj is not None)
     grads = cells.lstmLayerTimeLoopBp(
@@ -323,6 +362,7 @@ lstm_time_loop_backward.register_autograd(_raise_double_backward("cells::lstm_ti
 # ---------------------------------------------------------------------------------------------
 
 @torch.library.custom_op("cells::lltm_time_loop", mutates_args=())
+@_on_torch_stream
 def lltm_time_loop(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
                    seq_len: Optional[Tensor], forward: bool,
                    keep_workspace: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
@@ -351,6 +391,7 @@ def _(x, W, b, hI, cI, seq_len, forward, keep_workspace):
 
 
 @torch.library.custom_op("cells::lltm_time_loop_backward", mutates_args=())
+@_on_torch_stream
 def lltm_time_loop_backward(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
                             dLdh: Optional[Tensor], dLdhL: Optional[Tensor],
                             dLdcL: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
@@ -362,8 +403,8 @@ def lltm_time_loop_backward(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Ten
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
-        workspace = cells.LltmWorkspace(_array("h", h), _consumable(gates), _array("c", c),
-                                        lengths, forward)
+        workspace = cells.LltmWorkspace(_array("h", h), _consumable("gates", gates),
+                                        _array("c", c), lengths, forward)
     grads = cells.lltmTimeLoopBp(
         _array("x", x), _array("W", W), _array("b", b), _array("hI", hI), _array("cI", cI),
         _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL), dLdcL=_array("dLdcL", dLdcL),
@@ -405,6 +446,7 @@ lltm_time_loop_backward.register_autograd(_raise_double_backward("cells::lltm_ti
 # ---------------------------------------------------------------------------------------------
 
 @torch.library.custom_op("cells::rnn_time_loop", mutates_args=())
+@_on_torch_stream
 def rnn_time_loop(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor, activation: str,
                   seq_len: Optional[Tensor], forward: bool,
                   keep_workspace: bool) -> tuple[Tensor, Tensor]:
@@ -429,6 +471,7 @@ def _(x, hI, Wx, Wh, b, activation, seq_len, forward, keep_workspace):
 
 
 @torch.library.custom_op("cells::rnn_time_loop_backward", mutates_args=())
+@_on_torch_stream
 def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
                            dLdh: Optional[Tensor], activation: str, seq_len: Optional[Tensor],
                            forward: bool, h: Tensor, gates: Tensor,
@@ -439,8 +482,8 @@ def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
-        workspace = cells.RnnWorkspace(_array("h", h), _consumable(gates), activation, lengths,
-                                       forward)
+        workspace = cells.RnnWorkspace(_array("h", h), _consumable("gates", gates), activation,
+                                       lengths, forward)
     grads = cells.rnnTimeLoopBp(
         _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
         _array("dLdh", dLdh), workspace=workspace, activation=activation, seq_len=lengths,
@@ -564,10 +607,14 @@ class _RnnFamily(_Family):
         return h, (_final_state(h, lengths, forward),)
 
 
-def _check_states(names, states, dtype):
-    """The initial states: float32 or float64 CPU tensors of the input's dtype (a RuntimeError
-    for another float dtype, as torch's)."""
+def _check_states(names, states, like):
+    """The initial states: float32 or float64 tensors on the device of the input `like` (a
+    TypeError for another), of its dtype (a RuntimeError for another float dtype, as torch's)."""
+    dtype = like.dtype
     for name, s in zip(names, states):
+        if s.device != like.device:
+            raise TypeError(f"{name}: expected a tensor on {like.device} (the input's device), "
+                            f"got {s.device}")
         _check_tensor(name, s)
         if s.dtype != dtype:
             raise RuntimeError(f"{name}: expected dtype {dtype} (the input's), got {s.dtype}")
@@ -589,7 +636,7 @@ class _Stack:
             if sorted_indices is not None:
                 states = tuple(s.index_select(1, sorted_indices) for s in states)
             self.check_forward_args(data, self._hx(states), batch_sizes)
-            _check_states(self._state_names, states, data.dtype)
+            _check_states(self._state_names, states, data)
             # time-major and in the packed (sorted) batch order, as the packed states
             x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
             y, hidden = self._layers(x, states, lengths)
@@ -616,7 +663,7 @@ class _Stack:
         x = input.transpose(0, 1) if self.batch_first else input
         states = self._initial_states(states, input, x.shape[1])
         self.check_forward_args(input, self._hx(states), None)
-        _check_states(self._state_names, states, input.dtype)
+        _check_states(self._state_names, states, input)
         if x.shape[0] == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         y, hidden = self._layers(x, states, None)
@@ -717,7 +764,7 @@ class _Cell:
         if input.dtype != self.weight_ih.dtype:
             raise RuntimeError(f"input: expected dtype {self.weight_ih.dtype} (the weights'), "
                                f"got {input.dtype}")
-        _check_states(self._state_names, states, input.dtype)
+        _check_states(self._state_names, states, input)
 
 
 class GRUCell(_GruFamily, _Cell, torch.nn.GRUCell):
@@ -764,6 +811,9 @@ class LLTM(torch.nn.Module):
         for name, t, size in (("input", input, self.input_features),
                               ("old_h", old_h, self.state_size),
                               ("old_cell", old_cell, self.state_size)):
+            if t.device != input.device:
+                raise TypeError(f"{name}: expected a tensor on {input.device} (the input's "
+                                f"device), got {t.device}")
             _check_tensor(name, t)
             if t.dim() != 2 or t.shape[1] != size or t.shape[0] != input.shape[0]:
                 raise ValueError(f"{name}: expected shape [B, {size}] (B from input), got "

@@ -7,15 +7,14 @@ What this covers: the GPU path's logic (the buffers, the products and their orde
 lengths, padded steps, the direction, workspaces, the reductions after the loop) and the
 kernels' source. What it does not: the device itself (NVRTC's code generation, CuPy's gemms,
 the launch configuration on a GPU): benchmarks/gpu_check.py checks that on a machine with one.
+What the public functions do with CuPy arrays: tests/test_gpu_faces.py.
 """
-import importlib.util
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cells import _backend, _cpu, _gpu
+from cells import _cpu, _gpu
 from gru_reference import F32_FWD_TOL, F32_SEQ_GRAD_TOL, F64_TOL, assert_close
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
@@ -223,37 +222,3 @@ def test_empty_problems(shape):
         gpu = _gpu.gru_backward(dims, x, hI, Wx, Wh, b, lbr, None, None, None, None, 1)
         cpu = _cpu.gru_backward(dims, x, hI, Wx, Wh, b, lbr, None, None, None, None, 1)
         compare(gpu, cpu, ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), F64_TOL)
-
-
-def load_gpu_check():
-    """benchmarks/gpu_check.py as a module (a script, not a package)."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
-    spec = importlib.util.spec_from_file_location("gpu_check", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
-def test_the_gpu_checks_cases_through_the_faces(monkeypatch, dtype):
-    """benchmarks/gpu_check.py's correctness part through the shim: every public function it
-    checks, on the GPU backend (selected for NumPy arrays here), against the CPU backend. This
-    checks the faces' calls of the backend; not what the faces do with CuPy arrays."""
-    gpu_check = load_gpu_check()
-    for name, fn, args, kwargs, gradient in gpu_check.cases(dtype):
-        expected = fn(*args, **kwargs)
-        with monkeypatch.context() as patch:
-            patch.setattr(_backend, "select", lambda **arrays: _gpu)
-            # The faces' own allocations, of NumPy arrays here.
-            patch.setattr(_gpu, "empty", _cpu.empty)
-            patch.setattr(_gpu, "zeros", _cpu.zeros)
-            got = fn(*args, **kwargs)
-        tol = (gpu_check.F64_TOL if dtype == np.float64 else
-               gpu_check.F32_GRAD_TOL if gradient else gpu_check.F32_FWD_TOL)
-        for k, (g, c) in enumerate(zip(gpu_check.leaves(got), gpu_check.leaves(expected))):
-            if isinstance(c, np.ndarray) and c.dtype.kind == "f":
-                assert_close(g, c, tol, f"{name}: output {k}", c.dtype)
-            elif isinstance(c, np.ndarray):
-                assert np.array_equal(g, c), f"{name}: output {k}"
-            else:
-                assert g == c, f"{name}: output {k}"

@@ -393,10 +393,11 @@ def test_unsupported_dtypes_and_devices():
     with pytest.raises(TypeError, match="input: expected dtype torch.float32 or torch.float64"):
         module(torch.zeros(sL, bS, nIn, dtype=torch.float16))
     module = ct.GRU(nIn, H, device="meta")
-    with pytest.raises(TypeError, match="input: expected a CPU tensor"):
+    with pytest.raises(TypeError, match="input: expected a CPU or CUDA tensor, got device meta"):
         module(torch.zeros(sL, bS, nIn, device="meta"))
     cell = ct.LSTMCell(nIn, H)
-    with pytest.raises(TypeError, match=r"hx\[1\]: expected a CPU tensor"):
+    with pytest.raises(TypeError, match=r"hx\[1\]: expected a tensor on cpu \(the input's "
+                                        r"device\), got meta"):
         cell(torch.zeros(bS, nIn), (torch.zeros(bS, H), torch.zeros(bS, H, device="meta")))
     with pytest.raises(TypeError, match="old_cell: expected dtype"):
         ct.LLTM(nIn, H)(torch.zeros(bS, nIn), (torch.zeros(bS, H),
