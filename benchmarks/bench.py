@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import harness
+import peak
 import plot
 import targets
 from families import FAMILIES
@@ -35,6 +36,7 @@ from harness import Shape
 # "medium" with B1 ... B256 is a batch sweep at T=100, I=H=256.
 SHAPES = {
     "small": Shape(T=100, B=1, I=128, H=128),
+    "B64H128": Shape(T=100, B=64, I=128, H=128),
     "medium": Shape(T=100, B=64, I=256, H=256),
     "large": Shape(T=50, B=128, I=512, H=512),
     "B1": Shape(T=100, B=1, I=256, H=256),
@@ -42,9 +44,10 @@ SHAPES = {
     "B16": Shape(T=100, B=16, I=256, H=256),
     "B256": Shape(T=100, B=256, I=256, H=256),
 }
-# The shapes issue 4's targets are stated for, by (T, B, I, H).
-SHAPE_CLASSES = {(s.T, s.B, s.I, s.H): name for name, s in SHAPES.items()
-                 if name in ("small", "medium", "large")}
+# The shapes issue 12's targets are stated for: their class in targets.py, by (T, B, I, H).
+TARGET_SHAPES = {"small": "B1", "B16": "B16", "B64H128": "big", "medium": "big", "large": "big"}
+SHAPE_CLASSES = {(s.T, s.B, s.I, s.H): TARGET_SHAPES[name] for name, s in SHAPES.items()
+                 if name in TARGET_SHAPES}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -84,10 +87,12 @@ def main(argv=None):
         print("  " + line)
     print(harness.TABLE_LEGEND)
 
-    ceilings = {(threads, dtype): harness.gemm_ceiling(dtype, threads)
-                for threads in args.threads for dtype in args.dtypes}
-    for (threads, dtype), gflops in ceilings.items():
-        print(f"big-square gemm (1024³) {dtype}, {threads} thread(s): {gflops:.1f} GF/s")
+    peaks = peak.fma_peak(max(args.threads))
+    gemm_rates = {(threads, dtype): harness.big_gemm_rate(dtype, threads)
+                  for threads in args.threads for dtype in args.dtypes}
+    for (threads, dtype), gflops in gemm_rates.items():
+        print(f"{dtype}, {threads} thread(s): FMA peak {peaks[dtype, threads]:.1f} GF/s "
+              f"(benchmarks/peak.py), big-square OpenBLAS gemm (1024³) {gflops:.1f} GF/s")
     rows = []
     for family in families:
         for name in args.shapes:
@@ -100,7 +105,7 @@ def main(argv=None):
                             block += harness.compare(
                                 family, SHAPES[name], dtype=np.dtype(dtype), threads=threads,
                                 variant=variant, training=training, repeats=args.repeats,
-                                ceiling=ceilings[threads, dtype])
+                                peak=peaks[dtype, threads])
             print(f"\n{family.name} {name}: {SHAPES[name]} ({time.perf_counter() - t0:.0f} s, "
                   f"load average {harness.load_average()})")
             print(harness.format_table(block), flush=True)
@@ -112,7 +117,8 @@ def main(argv=None):
                 "shapes": {n: vars(SHAPES[n]) for n in args.shapes}, "threads": args.threads,
                 "dtypes": args.dtypes, "repeats": args.repeats,
                 "tolerance": {t.name: tol for t, tol in harness.TOLERANCE.items()},
-                "gemm_ceiling_gflops": {f"{d} {t}": g for (t, d), g in ceilings.items()}}
+                "fma_peak_gflops": {f"{d} {t}": g for (d, t), g in peaks.items()},
+                "big_gemm_gflops": {f"{d} {t}": g for (t, d), g in gemm_rates.items()}}
     args.out.write_text(json.dumps({"environment": env, "settings": settings, "rows": rows,
                                     "targets": verdicts}, indent=1))
     print(f"\nsaved {len(rows)} rows to {args.out}")

@@ -315,9 +315,9 @@ def time_alternating(contenders, repeats=5, warmup=1, min_sample_s=0.01, settle_
     return samples, outputs
 
 
-def gemm_ceiling(dtype, threads, n=1024, repeats=7):
+def big_gemm_rate(dtype, threads, n=1024, repeats=7):
     """GF/s of a big square gemm [n, n]·[n, n] in cells' BLAS (scipy's), with `threads` threads
-    and the median of `repeats` calls: the rate the time loops' own gemms could reach at most."""
+    and the median of `repeats` calls: what a tuned BLAS reaches, beside the FMA peak."""
     from scipy.linalg import blas
     gemm = blas.sgemm if np.dtype(dtype) == np.float32 else blas.dgemm
     rng = np.random.default_rng(0)
@@ -355,13 +355,13 @@ def reference_outputs(family, inp, training, variant):
 
 
 def compare(family, shape, *, dtype=np.float32, threads=1, variant=None, training=False,
-            repeats=5, warmup=1, factories=CONTENDER_FACTORIES, seed=0, ceiling=None):
+            repeats=5, warmup=1, factories=CONTENDER_FACTORIES, seed=0, peak=None):
     """Time every applicable contender on one case; one row (dict) per contender.
 
     Row keys: family, T, B, I, H, dtype, threads, variant ("-" for LSTM and LLTM; default: the
     family's first), task, contender, ms (median per call), cells_speedup (contender ms / cells
-    ms; > 1 means cells is faster), gflops (family.gemm_flops per second), ceiling_pct (gflops
-    as a percentage of `ceiling`, the big-square gemm GF/s of gemm_ceiling; None without it),
+    ms; > 1 means cells is faster), gflops (family.gemm_flops per second), peak_pct (gflops
+    as a percentage of `peak`, the FMA peak GF/s of benchmarks/peak.py; None without it),
     diff_h, grad (the name of the recurrent-weight gradient compared in a training step, None
     for inference), diff_grad (its max abs difference to the float64 NumPy reference) and ok
     (every difference within TOLERANCE)."""
@@ -384,7 +384,7 @@ def compare(family, shape, *, dtype=np.float32, threads=1, variant=None, trainin
             "dtype": np.dtype(dtype).name, "threads": threads, "variant": variant,
             "task": "training" if training else "inference", "contender": c.name,
             "ms": 1e3 * seconds[c.name], "cells_speedup": seconds[c.name] / seconds["cells"],
-            "gflops": gflops, "ceiling_pct": None if ceiling is None else 100 * gflops / ceiling,
+            "gflops": gflops, "peak_pct": None if peak is None else 100 * gflops / peak,
             "diff_h": diffs[0], "grad": names[1] if training else None,
             "diff_grad": diffs[1] if training else None,
             "ok": all(out.shape == ref.shape and within_tolerance(d, ref, dtype)
@@ -436,9 +436,11 @@ def environment():
 
 
 def threadpool_summary():
-    """One line per loaded thread pool: API, library, version, threads, file."""
+    """One line per loaded thread pool: API, library, version, threads, the kernels it runs
+    (OpenBLAS's architecture: OPENBLAS_CORETYPE=Haswell makes it Haswell), file."""
     return [f"{i['user_api']:6} {i['internal_api']:9} {i.get('version')!s:12} "
-            f"num_threads={i['num_threads']:<3} {os.path.basename(i['filepath'])}"
+            f"num_threads={i['num_threads']:<3} {i.get('architecture') or '-':10} "
+            f"{os.path.basename(i['filepath'])}"
             for i in threadpoolctl.threadpool_info()]
 
 
@@ -451,22 +453,22 @@ def format_table(rows):
         return "-" if p is None else f"{p:.0f}%"
 
     header = ("family", "shape", "dtype", "thr", "task", "variant", "contender",
-              "ms", "GF/s", "%gemm", "cells x", "|dh|", "|dW_rec|", "ok")
+              "ms", "GF/s", "%peak", "cells x", "|dh|", "|dW_rec|", "ok")
     lines = [(r["family"], f"T={r['T']} B={r['B']} I={r['I']} H={r['H']}", r["dtype"],
               str(r["threads"]), r["task"], r["variant"], r["contender"], f"{r['ms']:.3f}",
-              f"{r['gflops']:.1f}", fmt_pct(r["ceiling_pct"]), f"{r['cells_speedup']:.2f}",
+              f"{r['gflops']:.1f}", fmt_pct(r["peak_pct"]), f"{r['cells_speedup']:.2f}",
               fmt_diff(r["diff_h"]), fmt_diff(r["diff_grad"]),
               "yes" if r["ok"] else "NO") for r in rows]
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
-    right = {"thr", "ms", "GF/s", "%gemm", "cells x", "|dh|", "|dW_rec|"}
+    right = {"thr", "ms", "GF/s", "%peak", "cells x", "|dh|", "|dW_rec|"}
     return "\n".join("  ".join(x.rjust(w) if h in right else x.ljust(w)
                                for h, x, w in zip(header, line, widths)).rstrip()
                      for line in [header] + lines)
 
 
 TABLE_LEGEND = ("ms per call (median); GF/s = the gemm FLOPs any implementation must do "
-                "(2·T·B·(I+H)·blocks·H, x3 for training) per second; %gemm = GF/s as a "
-                "percentage of a big-square gemm's GF/s at the same threads and dtype; "
+                "(2·T·B·(I+H)·blocks·H, x3 for training) per second; %peak = GF/s as a "
+                "percentage of the FMA peak (benchmarks/peak.py) at the same threads and dtype; "
                 "cells x = contender ms / cells ms (> 1: cells is faster); "
                 "|dh|, |dW_rec| = max abs diff of h and of the recurrent-weight gradient "
                 "(GRU dLdWh, LSTM dLdWr, LLTM dLdW) to the float64 NumPy cell")

@@ -1,47 +1,55 @@
-"""Issue 4's performance targets as data, and the check of benchmark rows against them.
+"""Issue 12's performance targets as data, and the check of benchmark rows against them.
 
-Speed-up targets are for 2 threads and float32, every contender at the same thread count, the
-ratio being contender ms / cells ms. "small" is T=100 B=1 I=H=128; "big" covers medium
-(T=100 B=64 I=H=256) and large (T=50 B=128 I=H=512). Efficiency targets ask cells' GF/s (the
-gemm FLOPs any implementation must do, see families.Family.gemm_flops) to reach a share of
-a big-square gemm's GF/s at medium and large. At 1 thread cells must never be slower than torch.
+Every contender runs at the same thread count; a speed-up is contender ms / cells ms. Shape
+classes (bench.py's SHAPE_CLASSES): "B1" is T=100 B=1 I=H=128, "B16" is T=100 B=16 I=H=256,
+"big" covers T=100 B=64 I=H=128 and 256 and T=50 B=128 I=H=512.
+
+  - speed-ups (SPEEDUP_TARGETS), float32, at 1 and at 2 threads; against "the faster of
+    torch and ONNX Runtime" the ratio is taken against the faster contender's time;
+  - efficiency at the big shapes, 2 threads, float32: cells' GF/s (the gemm FLOPs any
+    implementation must do, families.Family.gemm_flops) as a share of the FMA peak measured
+    in the same run (benchmarks/peak.py);
+  - scaling at the big shapes: cells' 1-thread time / its 2-thread time;
+  - float64 at every shape and thread count: cells against torch.
+n_threads=None against the best fixed count is threads_default.py's, peak memory memory.py's.
 """
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class Target:
-    """cells must be at least `small` (small shape) or `big` (medium, large) times faster than
-    `contender` on `task`; variant None means every variant of the family."""
+    """cells must be `required[shape class]` times faster than the fastest of `contenders` on
+    `task`; variant None means every variant of the family."""
     name: str
     family: str
     variant: object
     task: str
-    contender: str
-    small: float
-    big: float
+    contenders: tuple
+    required: dict
 
 
 SPEEDUP_TARGETS = (
-    Target("GRU inference vs torch", "gru", "linear_before_reset", "inference", "torch", 8, 1.4),
-    Target("GRU inference vs ONNX Runtime", "gru", None, "inference", "onnxruntime", 1.3, 1.1),
-    Target("GRU training step vs torch", "gru", "linear_before_reset", "training", "torch",
-           20, 1.4),
-    Target("LSTM inference vs torch", "lstm", None, "inference", "torch", 2, 1.1),
-    Target("LSTM inference vs ONNX Runtime", "lstm", None, "inference", "onnxruntime", 1.2, 1.0),
-    Target("LSTM training step vs torch", "lstm", None, "training", "torch", 3, 1.1),
+    Target("LSTM inference vs the faster of torch and ORT", "lstm", None, "inference",
+           ("torch", "onnxruntime"), {"B1": 1.3, "B16": 1.1, "big": 1.1}),
+    Target("LSTM training step vs torch", "lstm", None, "training", ("torch",),
+           {"B1": 3, "B16": 1.2, "big": 1.2}),
+    Target("GRU inference vs ORT", "gru", None, "inference", ("onnxruntime",),
+           {"B1": 1.3, "B16": 1.3, "big": 1.3}),
+    Target("GRU inference vs torch", "gru", "linear_before_reset", "inference", ("torch",),
+           {"B1": 8, "B16": 2.5, "big": 2.5}),
+    Target("GRU training step vs torch", "gru", "linear_before_reset", "training", ("torch",),
+           {"B1": 20, "B16": 3, "big": 2.5}),
 )
 
-# Share (in %) of the big-square gemm GF/s that cells reaches at medium and large, 2 threads.
-EFFICIENCY_TARGETS = {"inference": 80.0, "training": 75.0}
+# Share (in %) of the FMA peak that cells reaches at the big shapes, 2 threads, float32.
+EFFICIENCY_TARGETS = {"inference": 85.0, "training": 80.0}
+EFFICIENCY_FAMILIES = ("gru", "lstm")
 
+# cells' 1-thread ms / 2-thread ms at the big shapes.
+SCALING_TARGET = 1.85
 
-def _shape_class(row, shape_classes):
-    """"small", "big" or None for a row, from shape_classes: shape name -> "small", "medium"
-    or "large" and the shapes' (T, B, I, H)."""
-    key = (row["T"], row["B"], row["I"], row["H"])
-    cls = shape_classes.get(key)
-    return None if cls is None else ("small" if cls == "small" else "big")
+# float64: cells against torch at every shape and thread count.
+FLOAT64_TARGET = 1.5
 
 
 def _label(row):
@@ -49,9 +57,15 @@ def _label(row):
     return f"{row['family']}{variant} T={row['T']} B={row['B']} H={row['H']}"
 
 
+def _case(row):
+    """A row's case without its contender: what the contenders of one timing share."""
+    return (row["family"], row["variant"], row["task"], row["dtype"], row["threads"], row["T"],
+            row["B"], row["I"], row["H"])
+
+
 def check(rows, shape_classes):
-    """Every target that some row measures, as dicts: target, case, threads, measured, required,
-    met. shape_classes maps (T, B, I, H) to "small", "medium" or "large"."""
+    """Every target that some rows measure, as dicts: target, case, threads, measured, required,
+    met. shape_classes maps (T, B, I, H) to "B1", "B16" or "big"."""
     verdicts = []
 
     def verdict(target, row, measured, required):
@@ -59,30 +73,43 @@ def check(rows, shape_classes):
                          "measured": measured, "required": required,
                          "met": measured >= required})
 
+    def shape_class(row):
+        return shape_classes.get((row["T"], row["B"], row["I"], row["H"]))
+
+    by_case = {}
     for row in rows:
-        cls = _shape_class(row, shape_classes)
-        two_f32 = row["threads"] == 2 and row["dtype"] == "float32"
+        by_case.setdefault(_case(row), {})[row["contender"]] = row
+    for contenders in by_case.values():
+        cells = contenders.get("cells")
+        if cells is None:
+            continue
+        cls, f32 = shape_class(cells), cells["dtype"] == "float32"
         for t in SPEEDUP_TARGETS:
-            if (two_f32 and cls and row["family"] == t.family and row["task"] == t.task
-                    and row["contender"] == t.contender
-                    and t.variant in (None, row["variant"])):
-                verdict(t.name, row, row["cells_speedup"], t.small if cls == "small" else t.big)
-        if (two_f32 and cls == "big" and row["contender"] == "cells"
-                and row["ceiling_pct"] is not None):
-            verdict(f"{row['task']} share of the gemm ceiling (%)", row, row["ceiling_pct"],
-                    EFFICIENCY_TARGETS[row["task"]])
-        if row["threads"] == 1 and row["contender"] == "torch":
-            verdict(f"1 thread, {row['dtype']} {row['task']}: never slower than torch", row,
-                    row["cells_speedup"], 1.0)
+            times = [contenders[c]["ms"] for c in t.contenders if c in contenders]
+            if (f32 and cls and times and cells["family"] == t.family
+                    and cells["task"] == t.task and t.variant in (None, cells["variant"])):
+                verdict(t.name, cells, min(times) / cells["ms"], t.required[cls])
+        if (f32 and cls == "big" and cells["threads"] == 2
+                and cells["family"] in EFFICIENCY_FAMILIES and cells["peak_pct"] is not None):
+            verdict(f"{cells['task']} share of the FMA peak (%)", cells, cells["peak_pct"],
+                    EFFICIENCY_TARGETS[cells["task"]])
+        if cells["dtype"] == "float64" and "torch" in contenders:
+            verdict(f"float64 {cells['task']} vs torch", cells,
+                    contenders["torch"]["cells_speedup"], FLOAT64_TARGET)
+        if cells["threads"] == 2 and cls == "big" and cells["family"] in EFFICIENCY_FAMILIES:
+            case = _case(cells)
+            one = by_case.get(case[:4] + (1,) + case[5:], {}).get("cells")
+            if one is not None:
+                verdict(f"{cells['dtype']} {cells['task']}: 2 threads vs 1", cells,
+                        one["ms"] / cells["ms"], SCALING_TARGET)
     return verdicts
 
 
 def format_verdicts(verdicts):
     """Text table of check()'s verdicts, missed ones marked."""
     if not verdicts:
-        return "targets: no row of this run measures one (they need 2 threads, float32, and " \
-               "the small, medium or large shape)"
-    lines = [f"targets (issue 4): {sum(v['met'] for v in verdicts)} of {len(verdicts)} met"]
+        return "targets: no row of this run measures one (see benchmarks/targets.py)"
+    lines = [f"targets (issue 12): {sum(v['met'] for v in verdicts)} of {len(verdicts)} met"]
     width = max(len(v["target"]) for v in verdicts)
     case_width = max(len(v["case"]) for v in verdicts)
     for v in verdicts:
