@@ -45,7 +45,7 @@ from cells._loops cimport (
     add_gate_bias, add_units, copy_units, prev_state_product, row_len, step_time, sum_rows,
     weight_grad, zero_units,
 )
-from cells._openmp cimport ThreadUnits, cells_barrier, thread_units
+from cells._openmp cimport ThreadUnits, cells_barrier, part_start, thread_units
 from cells._panels cimport PackedWeights, free_packed, gemm_packed, pack_weights, project
 
 from typing import NamedTuple
@@ -289,9 +289,9 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
     cdef bint projected = Wproj != NULL
     # as forward_loop's
     cdef Py_ssize_t j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot, prev, col
+    cdef Py_ssize_t c0, c1, end
     cdef const real *hprev
     cdef const real *cprev
-    cdef const real *R
     cdef real *d
     cdef ThreadUnits me, mine
     cdef PackedWeights whT, wauxT, wprojT
@@ -407,23 +407,35 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
         if dLdx != NULL:
             gemm_part(me.part, me.nparts, AS_IS, AS_IS if L.weights_transposed else TRANSPOSED,
                       SB, nIn, G, 1, gates, G, Wx, L.ldw, OVERWRITE, dLdx, nIn)
-        # The weight and bias gradients, this thread's unit columns of each gate block (ds,
-        # free now, holds each thread's rows of prev_state_product's first steps).
-        for k in range(fam.gates):
-            col = k * nOut + j0
-            weight_grad(L.weights_transposed, nIn, n, SB, x, nIn, gates + col, G,
-                        OVERWRITE, gate_columns(L, dLdWx, col), L.ldw)
-            if dLdb != NULL:
-                sum_rows(SB, n, gates + col, G, dLdb + col)
-            # Block k's recurrent-side gradient d: dz, except where the family keeps it in aux.
-            R = aux + j0 if k == fam.aux_grad_block else gates + col
-            if k < fam.h_blocks:  # dL/dWh_k = Σ hPrevᵀ·d_k
-                prev_state_product(sL, bS, nState, n, L.seq_len, L.forward, hI, h, R,
-                                   nOut if k == fam.aux_grad_block else G, ds + bS * j0,
+        # The weight and bias gradients, each one product over all steps for this thread's
+        # part [c0, c1) of the G gate columns (x and the states are then packed by BLAS once per
+        # thread and weight, not once per gate block). ds, free now, holds each thread's rows
+        # of prev_state_product's first steps.
+        c0 = part_start(G, me.part, me.nparts, 16)
+        c1 = part_start(G, me.part + 1, me.nparts, 16)
+        weight_grad(L.weights_transposed, nIn, c1 - c0, SB, x, nIn, gates + c0, G, OVERWRITE,
+                    gate_columns(L, dLdWx, c0), L.ldw)
+        if dLdb != NULL:
+            sum_rows(SB, c1 - c0, gates + c0, G, dLdb + c0)
+        col = c0
+        while col < c1:  # the recurrent weight's, in runs of columns of one kind
+            k = col // nOut
+            end = min(c1, (k + 1) * nOut)
+            if k == fam.aux_grad_block:  # dL/dWh_k = Σ hPrevᵀ·d_k, d_k kept in aux
+                prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
+                                   aux + col - k * nOut, nOut, ds + bS * col,
                                    L.weights_transposed, gate_columns(L, dLdWh, col), L.ldw)
+            elif k < fam.h_blocks:  # dL/dWh_k = Σ hPrevᵀ·dz_k, over the following such blocks
+                while end < c1 and end // nOut < fam.h_blocks and \
+                        end // nOut != fam.aux_grad_block:
+                    end = min(c1, end + nOut)
+                prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
+                                   gates + col, G, ds + bS * col, L.weights_transposed,
+                                   gate_columns(L, dLdWh, col), L.ldw)
             else:  # a block that multiplies aux: dL/dWh_k = Σ auxᵀ·dz_k
-                weight_grad(L.weights_transposed, nOut, n, SB, aux, nOut, R, G,
-                            OVERWRITE, gate_columns(L, dLdWh, col), L.ldw)
+                weight_grad(L.weights_transposed, nOut, end - col, SB, aux, nOut, gates + col,
+                            G, OVERWRITE, gate_columns(L, dLdWh, col), L.ldw)
+            col = end
 
 
 # ---------------------------------------------------------------------------------------------
