@@ -108,7 +108,7 @@ def gruCell(x, hI, Wx, Wh, b, *, linear_before_reset=False, n_threads=None):
     lbr = check.flag("linear_before_reset", linear_before_reset)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2)
     h, gates, _ = backend.gru_forward(dims, x[None], hI, Wx, Wh, b, lbr, True,
-                                      resolve_n_threads(n_threads))
+                                      resolve_n_threads(n_threads, dims))
     return GruCellResult(gates[0], h[0])
 
 
@@ -122,7 +122,7 @@ def gruCellBp(x, hI, Wx, Wh, b, dLdh, *, linear_before_reset=False, n_threads=No
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, *grads = backend.gru_backward(dims, x[None], hI, Wx, Wh, b, lbr, None, dLdh[None],
-                                        None, None, resolve_n_threads(n_threads))
+                                        None, None, resolve_n_threads(n_threads, dims))
     return GruGrads(dLdx[0], *grads)
 
 
@@ -147,7 +147,7 @@ def gruTimeLoop(x, hI, Wx, Wh, b, *, linear_before_reset=False, seq_len=None, fo
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, gates, hc = backend.gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep,
-                                       resolve_n_threads(n_threads), lengths, fwd)
+                                       resolve_n_threads(n_threads, dims), lengths, fwd)
     if not keep:
         return h
     ws = GruWorkspace(h, gates, hc, None if lengths is None else lengths.copy(), fwd)
@@ -183,7 +183,7 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
         _check_workspace(workspace, dims, x, lbr, lengths, fwd)
         saved = workspace.h, workspace.gates, workspace.hc
     return GruGrads(*backend.gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast,
-                                          None, resolve_n_threads(n_threads), lengths, fwd,
+                                          None, resolve_n_threads(n_threads, dims), lengths, fwd,
                                           input_grad))
 
 
@@ -198,7 +198,7 @@ def gruBlockCell(x, hLast, Wru, Wc, bru, bc, *, n_threads=None):
     """
     backend, dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc)
     h, gates, _ = backend.gru_forward(dims, x[None], hLast, Wx, Wh, b, False, True,
-                                      resolve_n_threads(n_threads))
+                                      resolve_n_threads(n_threads, dims))
     r, u, c = np.split(gates[0], 3, axis=1)
     return GruBlockCellResult(r.copy(), u.copy(), c.copy(), h[0])
 
@@ -225,7 +225,7 @@ def gruBlockCellBp(x, hLast, Wru, Wc, bru, bc, dLdr, dLdu, dLdc, dLdh, *, n_thre
                 dLdgates[0, :, k * nOut:(k + 1) * nOut] = g
     dLdx, dLdhLast, dLdWx, dLdWh, dLdb = backend.gru_backward(
         dims, x[None], hLast, Wx, Wh, b, False, None,
-        None if dLdh is None else dLdh[None], None, dLdgates, resolve_n_threads(n_threads))
+        None if dLdh is None else dLdh[None], None, dLdgates, resolve_n_threads(n_threads, dims))
     dLdWru = np.concatenate([dLdWx[:, :2 * nOut], dLdWh[:, :2 * nOut]])
     dLdWc = np.concatenate([dLdWx[:, 2 * nOut:], dLdWh[:, 2 * nOut:]])
     return GruBlockGrads(dLdx[0], dLdhLast, dLdWru, dLdWc, dLdb[:2 * nOut].copy(),

@@ -116,7 +116,7 @@ def lltm_forward(input, weights, bias, old_h, old_cell, *, n_threads=None):
     gate_weights = backend.empty((B, 3 * S), input.dtype)
     _, new_h, new_cell, gates, _ = backend.lltm_forward(
         dims, input[None], weights, bias, old_h, old_cell, None, True, True,
-        resolve_n_threads(n_threads), z=gate_weights)
+        resolve_n_threads(n_threads, dims), z=gate_weights)
     i, o, n = (gates[0, :, k * S:(k + 1) * S].copy() for k in range(3))
     X = np.concatenate([old_h, input], axis=1)
     return LltmCellResult(new_h, new_cell, i, o, n, X, gate_weights)
@@ -161,7 +161,7 @@ def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidat
     saved = hI, gates, new_cell[None]
     dLdx, dLdW, dLdb, dLdhI, dLdcI = backend.lltm_backward(
         dims, X[None, :, S:], weights, hI, None, True, saved, None, grad_h, grad_cell,
-        resolve_n_threads(n_threads))
+        resolve_n_threads(n_threads, dims))
     return LltmCellGrads(dLdhI, dLdx[0], dLdW, dLdb, dLdcI)
 
 
@@ -188,7 +188,7 @@ def lltmTimeLoop(x, W, b, hI, cI, *, seq_len=None, forward=True, return_workspac
     backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI)
     lens = check.seq_len(seq_len, dims[0], dims[1], x)
     h, hL, cL, gates, c = backend.lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep,
-                                               resolve_n_threads(n_threads))
+                                               resolve_n_threads(n_threads, dims))
     if not keep:
         return LltmTimeLoopResult(h, hL, cL)
     ws = LltmWorkspace(h, gates, c, None if lens is None else lens.copy(), fwd)
@@ -220,7 +220,7 @@ def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=Non
         _check_workspace(workspace, dims, x, lens, fwd)
         saved = workspace.h, workspace.gates, workspace.c
     return LltmGrads(*backend.lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL,
-                                            resolve_n_threads(n_threads), b=b, lens=lens,
+                                            resolve_n_threads(n_threads, dims), b=b, lens=lens,
                                             input_grad=input_grad))
 
 

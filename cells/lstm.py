@@ -162,7 +162,7 @@ def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, gate_act=2, g
                         out_act, out_alpha, out_beta)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2)
     _, hL, cL, _, _, _ = backend.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
-                                              None, True, False, resolve_n_threads(n_threads),
+                                              None, True, False, resolve_n_threads(n_threads, dims),
                                               acts)
     return LstmCellResult(hL, cL)
 
@@ -188,7 +188,7 @@ def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0,
             check.shape(name, g, (bS, nOut), "[bS, nOut]")
     dLdx, *grads, _ = backend.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
                                             None, True, None, None, dLdh, dLdc,
-                                            resolve_n_threads(n_threads), acts)
+                                            resolve_n_threads(n_threads, dims), acts)
     return LstmGrads(dLdx[0], *grads)
 
 
@@ -215,7 +215,7 @@ def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, Wproj=None, seq_len=None
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, hL, cL, c, gates, m = backend.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                                   lengths, fwd, keep,
-                                                  resolve_n_threads(n_threads), acts)
+                                                  resolve_n_threads(n_threads, dims), acts)
     if not keep:
         return LstmTimeLoopResult(h, hL, cL)
     ws = LstmWorkspace(h, c, gates, m, None if lengths is None else lengths.copy(), fwd, clip,
@@ -261,7 +261,7 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
         saved = workspace.h, workspace.c, workspace.gates, workspace.m
     *grads, dLdWproj = backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                              lengths, fwd, saved, dLdh, dLdhL, dLdcL,
-                                             resolve_n_threads(n_threads), acts, input_grad)
+                                             resolve_n_threads(n_threads, dims), acts, input_grad)
     if Wproj is None:
         return LstmGrads(*grads)
     return LstmGradsWithProjection(*grads, dLdWproj)

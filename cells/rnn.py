@@ -67,7 +67,7 @@ def rnnCell(x, hI, Wx, Wh, b, *, activation="tanh", n_threads=None):
     act = _activation(activation)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2)
     h, _, _ = backend.rnn_forward(dims, x[None], hI, Wx, Wh, b, act, False,
-                                  resolve_n_threads(n_threads))
+                                  resolve_n_threads(n_threads, dims))
     return h[0]
 
 
@@ -81,7 +81,7 @@ def rnnCellBp(x, hI, Wx, Wh, b, dLdh, *, activation="tanh", n_threads=None):
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, *grads = backend.rnn_backward(dims, x[None], hI, Wx, Wh, b, act, None, dLdh[None],
-                                        None, resolve_n_threads(n_threads))
+                                        None, resolve_n_threads(n_threads, dims))
     return RnnGrads(dLdx[0], *grads)
 
 
@@ -106,7 +106,7 @@ def rnnTimeLoop(x, hI, Wx, Wh, b, *, activation="tanh", seq_len=None, forward=Tr
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, _, gates = backend.rnn_forward(dims, x, hI, Wx, Wh, b, act, keep,
-                                      resolve_n_threads(n_threads), lengths, fwd)
+                                      resolve_n_threads(n_threads, dims), lengths, fwd)
     if not keep:
         return h
     ws = RnnWorkspace(h, gates, act, None if lengths is None else lengths.copy(), fwd)
@@ -144,7 +144,7 @@ def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, acti
                         activation=act, seq_len=lengths, forward=fwd)
         saved = workspace.h, workspace.gates
     return RnnGrads(*backend.rnn_backward(dims, x, hI, Wx, Wh, b, act, saved, dLdh, dLdhLast,
-                                          resolve_n_threads(n_threads), lengths, fwd,
+                                          resolve_n_threads(n_threads, dims), lengths, fwd,
                                           input_grad))
 
 

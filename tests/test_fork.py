@@ -28,7 +28,8 @@ def _run(n_threads):
 
 
 def _child(queue):
-    queue.put((_threads.resolve_n_threads(None), _threads.resolve_n_threads(2),
+    dims = (*x.shape, hI.shape[1])
+    queue.put((_threads.resolve_n_threads(None, dims), _threads.resolve_n_threads(2, dims),
                _run(None), _run(2)))
 
 
