@@ -17,7 +17,3 @@ cdef void gemm(bint transA, bint transB, Py_ssize_t M, Py_ssize_t N, Py_ssize_t 
                real alpha, const real *A, Py_ssize_t lda, const real *B, Py_ssize_t ldb,
                real beta, real *C, Py_ssize_t ldc) noexcept nogil
 
-cdef void gemm_part(int part, int nparts, bint transA, bint transB,
-                    Py_ssize_t M, Py_ssize_t N, Py_ssize_t K,
-                    real alpha, const real *A, Py_ssize_t lda, const real *B, Py_ssize_t ldb,
-                    real beta, real *C, Py_ssize_t ldc) noexcept nogil

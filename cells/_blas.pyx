@@ -9,8 +9,6 @@ see cells/_threads.py) and is safe to call from inside an OpenMP region.
 """
 from scipy.linalg.cython_blas cimport sgemm, dgemm, sgemv, dgemv
 
-from cells._openmp cimport part_start
-
 
 cdef void gemm(bint transA, bint transB, Py_ssize_t M, Py_ssize_t N, Py_ssize_t K,
                real alpha, const real *A, Py_ssize_t lda, const real *B, Py_ssize_t ldb,
@@ -60,17 +58,3 @@ cdef inline void _gemv_row(bint transA, bint transB, Py_ssize_t N, Py_ssize_t K,
     else:
         dgemv(trans, &rows, &cols, &alpha, <double *>B, &lb, <double *>A, &inca, &beta, C, &incc)
 
-
-cdef void gemm_part(int part, int nparts, bint transA, bint transB,
-                    Py_ssize_t M, Py_ssize_t N, Py_ssize_t K,
-                    real alpha, const real *A, Py_ssize_t lda, const real *B, Py_ssize_t ldb,
-                    real beta, real *C, Py_ssize_t ldc) noexcept nogil:
-    """Part `part` of `nparts` of gemm: the block of C's columns that this part owns.
-
-    Called by every thread of an OpenMP region with its own part, it computes the whole product
-    with no two threads writing the same element.
-    """
-    cdef Py_ssize_t n0 = part_start(N, part, nparts, 16), n1 = part_start(N, part + 1, nparts, 16)
-    # Columns n0..n1 of op(B): B's columns (offset n0) or, when transB, B's rows (offset n0·ldb).
-    gemm(transA, transB, M, n1 - n0, K, alpha, A, lda,
-         B + (n0 * ldb if transB else n0), ldb, beta, C + n0, ldc)

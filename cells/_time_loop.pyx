@@ -35,7 +35,7 @@ from cython.parallel cimport parallel
 from libc.math cimport INFINITY
 from libc.stdint cimport int64_t
 
-from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm_part, real
+from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, real
 from cells._families cimport (
     CELLS_ACTIVATIONS, CELLS_GRU_LINEAR_BEFORE_RESET, CELLS_GRU_RESET_BEFORE, CELLS_LLTM, CELLS_LSTM, CELLS_RNN,
     backward_step, cells_families, cells_family_info, forward_step,
@@ -289,12 +289,12 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
     cdef bint projected = Wproj != NULL
     # as forward_loop's
     cdef Py_ssize_t j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot, prev, col
-    cdef Py_ssize_t c0, c1, end
+    cdef Py_ssize_t c0, c1, end, i0, i1
     cdef const real *hprev
     cdef const real *cprev
     cdef real *d
     cdef ThreadUnits me, mine
-    cdef PackedWeights whT, wauxT, wprojT
+    cdef PackedWeights whT, wauxT, wprojT, wxT
     with parallel(num_threads=L.n_threads):
         me = thread_units(nOut)
         j0, j1 = me.j0, me.j1
@@ -403,10 +403,14 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
             weight_grad(False, nOut, ns, SB, m, nOut, dh_steps + s0, nState, OVERWRITE,
                         dLdWproj + s0, nState)
 
-        # dL/dx = dz·op(Wx)ᵀ, split by input columns (unless it is not wanted).
+        # dL/dx = dz·op(Wx)ᵀ, this thread's input columns [i0, i1) (unless it is not wanted),
+        # on op(Wx)ᵀ packed: dz is read as it is, where BLAS would copy it whole per thread.
         if dLdx != NULL:
-            gemm_part(me.part, me.nparts, AS_IS, AS_IS if L.weights_transposed else TRANSPOSED,
-                      SB, nIn, G, 1, gates, G, Wx, L.ldw, OVERWRITE, dLdx, nIn)
+            i0 = part_start(nIn, me.part, me.nparts, 16)
+            i1 = part_start(nIn, me.part + 1, me.nparts, 16)
+            wxT = pack_gate_rows(L, Wx, 0, fam.gates, i0, i1 - i0)
+            project(SB, gates, G, wxT, dLdx + i0, nIn, 0)
+            free_packed(&wxT)
         # The weight and bias gradients, each one product over all steps for this thread's
         # part [c0, c1) of the G gate columns (x and the states are then packed by BLAS once per
         # thread and weight, not once per gate block). ds, free now, holds each thread's rows
