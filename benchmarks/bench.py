@@ -93,6 +93,9 @@ def main(argv=None):
     for (threads, dtype), gflops in gemm_rates.items():
         print(f"{dtype}, {threads} thread(s): FMA peak {peaks[dtype, threads]:.1f} GF/s "
               f"(benchmarks/peak.py), big-square OpenBLAS gemm (1024³) {gflops:.1f} GF/s")
+    warning = peak.uneven_cores(peaks)
+    if warning:
+        print(warning)
     rows = []
     for family in families:
         for name in args.shapes:

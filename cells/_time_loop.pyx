@@ -16,10 +16,10 @@ cI); a row's final state is the state after its last valid step (hI, cI when len
 Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its block of each gate
 block). At every step it multiplies the state by its columns of op(Wh), packed once per call
 (cells/_panels.pxd), then runs its family's step for just those elements. The input projection
-of all steps runs on packed weights as well; the backward's products over all steps (dL/dx, the
-weight gradients) are single-threaded BLAS gemms, each thread its own columns. Threads meet at a
-barrier only where a product needs columns that other threads wrote: once per step, twice for a
-family with a second phase (the reset-before GRU).
+of all steps, and the backward's dL/dx, run on packed weights as well; the backward's weight
+gradients are single-threaded BLAS gemms, one per weight and thread, each its own columns.
+Threads meet at a barrier only where a product needs columns that other threads wrote: once per
+step, twice for a family with a second phase (the reset-before GRU).
 
 The backward: only the dL/dh (and dL/dc) recurrence runs step by step; after the loop,
 dL/dx = dz·op(Wx)ᵀ, dL/dWx = Σ xᵀ·dz, dL/dWh = Σ hPrevᵀ·d and dL/db = Σ dz are products
