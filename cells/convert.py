@@ -165,7 +165,7 @@ def gru_from_keras(kernel, recurrent_kernel, bias=None, reset_after=True):
     else:
         shape, meaning = (3 * H,), "[3*units] with reset_after=False"
     if bias is None:
-        bias = _backend.array_module(kernel).zeros(shape, kernel.dtype)
+        bias = _zeros(shape, kernel)
     else:
         check.shape("bias", bias, shape, meaning)
     return (_reorder(kernel, _KERAS_GRU, _GRU), _reorder(recurrent_kernel, _KERAS_GRU, _GRU),
@@ -199,7 +199,7 @@ def gru_from_onnx(W, R, B=None, direction=0):
     W, R, B = _arrays(("B",), W=W, R=R, B=B)
     H, d = _check_onnx(3, W, R, direction)
     if B is None:
-        B = _backend.array_module(W).zeros((W.shape[0], 6 * H), W.dtype)
+        B = _zeros((W.shape[0], 6 * H), W)
     else:
         check.shape("B", B, (W.shape[0], 6 * H), "[num_directions, 6*hidden_size] (Wb then Rb)")
     return (_transposed(_reorder(W[d], _ONNX_GRU, _GRU, axis=0)),
@@ -312,7 +312,7 @@ def lstm_to_torch(Wx, Wr, b=None):
     H = _check_lstm(Wx, Wr, b)
     return (_transposed(_reorder(Wx, _LSTM, _TORCH_LSTM)),
             _transposed(_reorder(Wr, _LSTM, _TORCH_LSTM)),
-            _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _TORCH_LSTM), _or_zeros(None, 4 * H, Wx))
+            _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _TORCH_LSTM), _zeros(4 * H, Wx))
 
 
 def lstm_from_keras(kernel, recurrent_kernel, bias=None):
@@ -354,7 +354,7 @@ def lstm_from_onnx(W, R, B=None, P=None, direction=0):
     H, d = _check_onnx(4, W, R, direction)
     dirs = W.shape[0]
     if B is None:
-        B = _backend.array_module(W).zeros((dirs, 8 * H), W.dtype)
+        B = _zeros((dirs, 8 * H), W)
     else:
         check.shape("B", B, (dirs, 8 * H), "[num_directions, 8*hidden_size] (Wb then Rb)")
     if P is not None:
@@ -378,7 +378,7 @@ def lstm_to_onnx(Wx, Wr, b=None, Wp=None):
     P = None if Wp is None else _reorder(Wp, _PEEPHOLES, _ONNX_PEEPHOLES)[None]
     return (_transposed(_reorder(Wx, _LSTM, _ONNX_LSTM))[None],
             _transposed(_reorder(Wr, _LSTM, _ONNX_LSTM))[None],
-            _backend.array_module(Wx).concatenate([Wb, _or_zeros(None, 4 * H, Wx)])[None], P)
+            _backend.array_module(Wx).concatenate([Wb, _zeros(4 * H, Wx)])[None], P)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ def rnn_from_onnx(W, R, B=None, direction=0):
     W, R, B = _arrays(("B",), W=W, R=R, B=B)
     H, d = _check_onnx(1, W, R, direction)
     if B is None:
-        B = _backend.array_module(W).zeros((W.shape[0], 2 * H), W.dtype)
+        B = _zeros((W.shape[0], 2 * H), W)
     else:
         check.shape("B", B, (W.shape[0], 2 * H), "[num_directions, 2*hidden_size] (Wb then Rb)")
     return _transposed(W[d]), _transposed(R[d]), _two_rows(B[d].reshape(2, H))
@@ -551,9 +551,14 @@ def _transposed(a):
     return a.T.copy(order="C")
 
 
+def _zeros(shape, like):
+    """New zeros of `like`'s dtype and kind (NumPy or CuPy)."""
+    return _backend.array_module(like).zeros(shape, like.dtype)
+
+
 def _or_zeros(bias, n, like):
     """bias, or zeros [n] of `like`'s dtype and kind in its place when it is None."""
-    return _backend.array_module(like).zeros(n, like.dtype) if bias is None else bias
+    return _zeros(n, like) if bias is None else bias
 
 
 def _two_rows(b):
