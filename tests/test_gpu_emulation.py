@@ -22,6 +22,7 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not 
 sL, bS, nIn, nOut = 4, 3, 3, 2
 LENGTHS = {"all": None, "mixed": np.array([4, 0, 2], np.int64)}
 DTYPES = [np.float64, np.float32]
+LSTM_GRADS = ("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI", "dLdWp", "dLdWproj")
 
 
 def tolerances(dtype):
@@ -43,6 +44,15 @@ def compare(gpu, cpu, names, tol):
             assert g is None, name
             continue
         assert_close(g, c, tol, name, c.dtype)
+
+
+def compare_runs(out, outputs, grads, ftol, gtol):
+    """out[backend] = (forward outputs, gradients, ...more gradients): every part of the GPU
+    backend's against the CPU's, the outputs named `outputs` within ftol, the gradients named
+    `grads` within gtol."""
+    compare(out["gpu"][0], out["cpu"][0], outputs, ftol)
+    for gpu, cpu in zip(out["gpu"][1:], out["cpu"][1:]):
+        compare(gpu, cpu, grads, gtol)
 
 
 def copies(saved):
@@ -71,10 +81,8 @@ def test_gru(dtype, lengths, fwd, lbr, two_biases):
         recomputed = backend.gru_backward(dims, x, hI, Wx, Wh, b, lbr, None, None, dLdhL, None,
                                           1, seq, fwd, input_grad=False)
         out[name] = (h, gates, hc, h_only), grads, recomputed
-    compare(out["gpu"][0], out["cpu"][0], ("h", "gates", "hc", "h (no workspace)"), ftol)
-    names = ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb")
-    compare(out["gpu"][1], out["cpu"][1], names, gtol)
-    compare(out["gpu"][2], out["cpu"][2], names, gtol)
+    compare_runs(out, ("h", "gates", "hc", "h (no workspace)"),
+                 ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), ftol, gtol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
@@ -122,10 +130,7 @@ def test_lstm(dtype, lengths, fwd, case):
                                             seq, fwd, None, dLdh, None, dLdcL, 1, acts,
                                             input_grad=False)
         out[name] = (h, hL, cL, c, gates), grads, zero_states
-    compare(out["gpu"][0], out["cpu"][0], ("h", "hL", "cL", "c", "gates"), ftol)
-    names = ("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI", "dLdWp", "dLdWproj")
-    compare(out["gpu"][1], out["cpu"][1], names, gtol)
-    compare(out["gpu"][2], out["cpu"][2], names, gtol)
+    compare_runs(out, ("h", "hL", "cL", "c", "gates"), LSTM_GRADS, ftol, gtol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
@@ -153,10 +158,7 @@ def test_lstm_projection(dtype, lengths, fwd, case):
         recomputed = backend.lstm_backward(dims, x, Wx, Wr, b, None, None, Wp, Wproj, 0.0, seq,
                                            fwd, None, dLdh, None, dLdcL, 1, acts)
         out[name] = forward, grads, recomputed
-    compare(out["gpu"][0], out["cpu"][0], ("h", "hL", "cL", "c", "gates", "m"), ftol)
-    names = ("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI", "dLdWp", "dLdWproj")
-    compare(out["gpu"][1], out["cpu"][1], names, gtol)
-    compare(out["gpu"][2], out["cpu"][2], names, gtol)
+    compare_runs(out, ("h", "hL", "cL", "c", "gates", "m"), LSTM_GRADS, ftol, gtol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
@@ -175,8 +177,8 @@ def test_lltm(dtype, lengths, fwd):
         grads = backend.lltm_backward(dims, x, W, hI, cI, fwd, copies((h, gates, c)), dLdh,
                                       dLdhL, dLdcL, 1, lens=seq)
         out[name] = (h, hL, cL, gates, c), grads
-    compare(out["gpu"][0], out["cpu"][0], ("h", "hL", "cL", "gates", "c"), ftol)
-    compare(out["gpu"][1], out["cpu"][1], ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"), gtol)
+    compare_runs(out, ("h", "hL", "cL", "gates", "c"), ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"),
+                 ftol, gtol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
@@ -208,8 +210,8 @@ def test_rnn(dtype, lengths, fwd, activation):
         grads = backend.rnn_backward(dims, x, hI, Wx, Wh, b, activation, copies((h, gates)),
                                      dLdh, dLdhL, 1, seq, fwd)
         out[name] = (h, hL, gates), grads
-    compare(out["gpu"][0], out["cpu"][0], ("h", "hL", "gates"), ftol)
-    compare(out["gpu"][1], out["cpu"][1], ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), gtol)
+    compare_runs(out, ("h", "hL", "gates"), ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), ftol,
+                 gtol)
 
 
 @pytest.mark.parametrize("shape", [(0, bS), (sL, 0)], ids=["sL=0", "bS=0"])
