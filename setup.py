@@ -1,7 +1,9 @@
 """Build the Cython extensions of `cells`.
 
-OpenMP is probed by compiling and linking a tiny program with the extension compiler; where that
-fails (or CELLS_NO_OPENMP=1 is set) the extensions are built single-threaded, with a warning.
+The kernels' threads come from OpenMP where it works and from cells' own team of POSIX threads
+elsewhere (include/cells/team.h), hence -pthread always. OpenMP is probed by compiling and linking
+a tiny program with the extension compiler; where that fails (or CELLS_NO_OPENMP=1 is set) the
+extensions are built without it, with a notice: their threads all come from cells' team.
 """
 import glob
 import os
@@ -28,7 +30,7 @@ OPENMP_PROBE = textwrap.dedent(
 
 # -fno-wrapv undoes Python's -fwrapv, which stops gcc from vectorising loops over int indices.
 # -fno-trapping-math lets gcc if-convert clamps; neither changes the value of any IEEE operation.
-EXTRA_COMPILE_ARGS = ["-O3", "-fno-wrapv", "-fno-trapping-math"]
+EXTRA_COMPILE_ARGS = ["-O3", "-fno-wrapv", "-fno-trapping-math", "-pthread"]
 
 
 def compiler_has_openmp(compiler):
@@ -50,20 +52,20 @@ class BuildExt(build_ext):
 
     def build_extensions(self):
         if os.environ.get("CELLS_NO_OPENMP") == "1":
-            print("cells: CELLS_NO_OPENMP=1, building without OpenMP (single-threaded kernels)")
+            print("cells: CELLS_NO_OPENMP=1, building without OpenMP (threads from cells' team)")
             openmp = []
         elif compiler_has_openmp(self.compiler):
             openmp = ["-fopenmp"]
         else:
             print(
-                "cells: WARNING: the compiler cannot build OpenMP programs; "
-                "building single-threaded kernels",
+                "cells: the compiler cannot build OpenMP programs; building without OpenMP "
+                "(threads from cells' team)",
                 file=sys.stderr,
             )
             openmp = []
         for ext in self.extensions:
             ext.extra_compile_args = EXTRA_COMPILE_ARGS + openmp
-            ext.extra_link_args = openmp
+            ext.extra_link_args = ["-pthread"] + openmp
         super().build_extensions()
 
 
@@ -77,8 +79,7 @@ def extension(name):
     )
 
 
-# Every cells/_*.pyx is an extension module: the OpenMP and BLAS layers and one kernel module per
-# cell family.
+# Every cells/_*.pyx is an extension module: the BLAS layer and the time loop of every family.
 KERNEL_MODULES = sorted(os.path.basename(p)[:-4] for p in glob.glob("cells/_*.pyx"))
 
 setup(

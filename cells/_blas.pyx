@@ -5,7 +5,7 @@ product C = op(A)·op(B) is computed as the column-major product Cᵀ = op(B)ᵀ
 same call with A and B swapped. This is the only module that knows about it.
 
 Every function here runs single-threaded BLAS code (the callers hold scipy's BLAS at one thread,
-see cells/_threads.py) and is safe to call from inside an OpenMP region.
+see cells/_threads.py) and is safe to call from any of a call's threads.
 """
 from scipy.linalg.cython_blas cimport sgemm, dgemm, sgemv, dgemv
 

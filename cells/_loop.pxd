@@ -25,7 +25,7 @@ cdef struct Loop:
     const int64_t *seq_len      # [bS] or NULL: every row runs all sL steps
     bint forward                # False: each row's valid steps run backwards in time
     bint keep                   # forward: keep every step's gates, c and aux for the backward
-    int n_threads               # OpenMP threads; each owns a block of the units
+    int n_threads               # the parts (threads) to run on; each owns a block of the units
 
     # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
     # weights_transposed, Wᵀ (PyTorch's layout: Wx and Wh are [G, ldw]); leading dimension ldw.

@@ -1,17 +1,14 @@
 """How many threads a call uses, and keeping BLAS out of the kernels' way.
 
-The kernels parallelise with one OpenMP region per call and call BLAS from inside it, one
-single-threaded gemm per thread. A threaded BLAS there would oversubscribe the cores (measured
-5-18x slower), so every call holds the process's BLAS libraries at one thread while it runs:
-once per call, through threadpoolctl's cached controllers (about 10 µs), never per step.
+A call's passes run on the threads of include/cells/team.h (OpenMP's pool, or in a forked child
+cells' own team) and call BLAS from every thread, one single-threaded gemm per thread. A
+threaded BLAS there would oversubscribe the cores (measured 5-18x slower), so every call holds
+the process's BLAS libraries at one thread while it runs: once per call, through threadpoolctl's
+cached controllers (about 10 µs), never per step.
 
-Fork: GCC's OpenMP runtime (libgomp) keeps the worker threads of its first parallel region, and
-they do not survive fork(): a forked child that opens a region of more than one thread waits
-for them forever. So once this process has run a call on more than one thread, every call in a
-child forked from it (multiprocessing's default start method on Linux, DataLoader workers,
-pre-fork servers) runs on one thread, whatever n_threads asks for: correct results, without
-the parallelism. A child forked before any threaded call, and a spawn or forkserver child, keep
-their threads.
+Fork: a child made by fork() (multiprocessing's default start method on Linux, DataLoader
+workers, pre-fork servers) runs on as many threads as it asks for, from cells' team: GCC's
+OpenMP runtime does not survive fork (team.h says how).
 """
 import operator
 import os
@@ -20,23 +17,9 @@ from contextlib import contextmanager
 import scipy.linalg.cython_blas  # noqa: F401  (loads the BLAS the kernels call, before the scan)
 from threadpoolctl import ThreadpoolController
 
-from cells._openmp import HAS_OPENMP, max_threads
+from cells._time_loop import MAX_THREADS
 
 _BLAS_LIBS = ThreadpoolController().select(user_api="blas").lib_controllers
-
-# Whether this process has started OpenMP's worker threads (a call on more than one thread),
-# and whether it is a child forked after they were started: then its calls run on one thread.
-_threads_started = False
-_forked_after_threads = False
-
-
-def _after_fork_in_child():
-    global _forked_after_threads
-    _forked_after_threads = _forked_after_threads or _threads_started
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
 
 # n_threads=None gives each thread at least this many hidden units. Measured on 2 cores
 # (T=100, float32): with nOut = 16, 8 units per thread share the cache lines of every row and
@@ -45,30 +28,24 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 MIN_UNITS_PER_THREAD = 16
 
 
+def max_threads():
+    """The threads a call may use by default: the first value of OMP_NUM_THREADS when it is set
+    to a positive int (the variable every threaded numeric library reads), else the cores this
+    process may run on; at most MAX_THREADS."""
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if first.isdigit() and int(first) > 0:
+        return min(int(first), MAX_THREADS)
+    if hasattr(os, "sched_getaffinity"):
+        return min(len(os.sched_getaffinity(0)), MAX_THREADS)
+    return min(os.cpu_count() or 1, MAX_THREADS)
+
+
 def resolve_n_threads(n_threads, dims):
-    """The thread count for a call of dims (sL, bS, nIn, nOut): `n_threads`, or when None all
-    available threads, but no more than give each thread MIN_UNITS_PER_THREAD of the nOut
-    hidden units.
-
-    Available means OMP_NUM_THREADS when it is set, else every core this process may use.
-    Without OpenMP (see setup.py), and in a child forked after a threaded call (the module
-    docstring), every call runs on one thread.
-    """
-    global _threads_started
-    n = _requested(n_threads)
+    """The thread count for a call of dims (sL, bS, nIn, nOut): `n_threads`, or when None
+    max_threads(), but no more than give each thread MIN_UNITS_PER_THREAD of the nOut hidden
+    units."""
     if n_threads is None:
-        n = max(1, min(n, dims[3] // MIN_UNITS_PER_THREAD))
-    if _forked_after_threads:
-        return 1
-    if n > 1:
-        _threads_started = True
-    return n
-
-
-def _requested(n_threads):
-    """n_threads checked, None resolved: the count the call asks for."""
-    if n_threads is None:
-        return max_threads()
+        return max(1, min(max_threads(), dims[3] // MIN_UNITS_PER_THREAD))
     if isinstance(n_threads, bool):
         raise TypeError(f"n_threads: expected None or a positive int, got {n_threads!r}")
     try:
@@ -77,9 +54,9 @@ def _requested(n_threads):
         raise TypeError(
             f"n_threads: expected None or a positive int, got {type(n_threads).__name__}"
         ) from None
-    if n < 1:
-        raise ValueError(f"n_threads: expected None or a positive int, got {n}")
-    return n if HAS_OPENMP else 1
+    if not 1 <= n <= MAX_THREADS:
+        raise ValueError(f"n_threads: expected None or an int in [1, {MAX_THREADS}], got {n}")
+    return n
 
 
 @contextmanager

@@ -13,13 +13,14 @@ step_time(t, len_b, forward) (cells/_loops.pxd); past them its state is frozen a
 passes its carried gradient through them unchanged. At a row's first step the state is hI (and
 cI); a row's final state is the state after its last valid step (hI, cI when len_b = 0).
 
-Threads: one OpenMP region per call. Thread p owns the units [j0, j1) (its block of each gate
-block). At every step it multiplies the state by its columns of op(Wh), packed once per call
-(cells/_panels.pxd), then runs its family's step for just those elements. The input projection
-of all steps, and the backward's dL/dx, run on packed weights as well; the backward's weight
-gradients are single-threaded BLAS gemms, one per weight and thread, each its own columns.
-Threads meet at a barrier only where a product needs columns that other threads wrote: once per
-step, twice for a family with a second phase (the reset-before GRU).
+Threads: a pass runs as the parts of one cells_run_parts call (include/cells/team.h), a thread
+each. Part p owns the units [j0, j1) (its block of each gate block). At every step it
+multiplies the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), then
+runs its family's step for just those elements. The input projection of all steps, and the
+backward's dL/dx, run on packed weights as well; the backward's weight gradients are
+single-threaded BLAS gemms, one per weight and part, each its own columns. Threads meet at a
+barrier only where a product needs columns that other threads wrote: once per step, twice for
+a family with a second phase (the reset-before GRU).
 
 The backward: only the dL/dh (and dL/dc) recurrence runs step by step; after the loop,
 dL/dx = dz·op(Wx)ᵀ, dL/dWx = Σ xᵀ·dz, dL/dWh = Σ hPrevᵀ·d and dL/db = Σ dz are products
@@ -31,7 +32,6 @@ whole rows rather than a block of units: a flag in the family's table that makes
 the batch rows between threads (and multiply with every unit's columns), the steps unchanged.
 """
 cimport numpy as cnp
-from cython.parallel cimport parallel
 from libc.math cimport INFINITY
 from libc.stdint cimport int64_t
 
@@ -45,7 +45,10 @@ from cells._loops cimport (
     add_gate_bias, add_units, copy_units, prev_state_product, row_len, step_time, sum_rows,
     weight_grad, zero_units,
 )
-from cells._openmp cimport ThreadUnits, cells_barrier, part_start, thread_units
+from cells._team cimport (
+    CELLS_MAX_THREADS, Units, cells_barrier, cells_part, cells_run_parts,
+    cells_team_register_fork_handler, part_start, part_units,
+)
 from cells._panels cimport PackedWeights, free_packed, gemm_packed, pack_weights, project
 
 from typing import NamedTuple
@@ -62,6 +65,10 @@ FAMILIES = {
     "lltm": CELLS_LLTM,
     "rnn": CELLS_RNN,
 }
+
+# The most threads a call can run on (include/cells/team.h).
+MAX_THREADS = CELLS_MAX_THREADS
+cells_team_register_fork_handler()
 
 # The LSTM's default activations, (code, alpha, beta) of the gates i, f, o, of the candidate
 # and of the output (libnd4j's codes, include/cells/activations.h): σ, tanh, tanh.
@@ -107,8 +114,9 @@ cdef inline real *offset(const real *a, Py_ssize_t k) noexcept nogil:
 # Forward
 # ---------------------------------------------------------------------------------------------
 
-cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
-    """The forward pass of L (`zero`, 0 in the call's dtype, picks the instantiation)."""
+cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part `me` of the forward pass of L (`zero`, 0 in the call's dtype, picks the
+    instantiation)."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G, SB = L.sL * L.bS
     cdef Py_ssize_t nState = L.nState
@@ -146,98 +154,97 @@ cdef void forward_loop(const Loop *L, real zero) noexcept nogil:
     cdef real *hnxt
     cdef real *cnxt
     cdef real *out
-    cdef ThreadUnits me, mine
+    cdef Units units, mine
     cdef PackedWeights wx, wh, wproj
-    with parallel(num_threads=L.n_threads):
-        me = thread_units(nOut)
-        j0, j1 = me.j0, me.j1
-        n = j1 - j0
-        # The state columns it owns: its units, unless the output is projected.
-        mine = thread_units(nState)
-        s0, ns = mine.j0, mine.j1 - mine.j0
-        wh = pack_gate_columns(L, Wh, nState, fam.gates, j0, n)
-        if projected:
-            wproj = pack_weights(Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
-        # The input projection of every step at once: gx = x·op(Wx) + b, this thread's columns.
-        wx = pack_gate_columns(L, Wx, L.nIn, fam.gates, j0, n)
-        project(SB, x, L.nIn, wx, gx + j0, G, nOut)
-        free_packed(&wx)
-        if b != NULL:
-            add_gate_bias(SB, nOut, fam.gates, j0, j1, b, gx)
+    units = part_units(me, nOut)
+    j0, j1 = units.j0, units.j1
+    n = j1 - j0
+    # The state columns it owns: its units, unless the output is projected.
+    mine = part_units(me, nState)
+    s0, ns = mine.j0, mine.j1 - mine.j0
+    wh = pack_gate_columns(L, Wh, nState, fam.gates, j0, n)
+    if projected:
+        wproj = pack_weights(Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
+    # The input projection of every step at once: gx = x·op(Wx) + b, this thread's columns.
+    wx = pack_gate_columns(L, Wx, L.nIn, fam.gates, j0, n)
+    project(SB, x, L.nIn, wx, gx + j0, G, nOut)
+    free_packed(&wx)
+    if b != NULL:
+        add_gate_bias(SB, nOut, fam.gates, j0, j1, b, gx)
 
-        for t in range(sL):
-            hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
-            ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
-            hnxt = hs + ((t + 1) % 2) * bS * nState
-            cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
-            out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
-            for k in range(fam.h_blocks):
-                gemm_packed(bS, hcur, nState, wh, k, OVERWRITE, gh + k * nOut + j0, G)
+    for t in range(sL):
+        hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
+        ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
+        hnxt = hs + ((t + 1) % 2) * bS * nState
+        cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
+        out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
+        for k in range(fam.h_blocks):
+            gemm_packed(bS, hcur, nState, wh, k, OVERWRITE, gh + k * nOut + j0, G)
+        for row in range(bS):
+            length = row_len(L.seq_len, row, sL)
+            if t < length:
+                tau = step_time(t, length, L.forward)
+                at = row * nOut + j0
+                forward_step(L.family, False, &L.options, n, nOut,
+                             gx + (tau * bS + row) * G + j0, gh + row * G + j0,
+                             NULL if projected else hcur + at, offset(ccur, at),
+                             offset(P, j0), gates + tau * gates_step + row * G + j0,
+                             offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
+        if two_phases:
+            cells_barrier(me)  # every thread's aux is in place
+            for k in range(fam.h_blocks, fam.gates):
+                gemm_packed(bS, aux, nOut, wh, k, OVERWRITE, gh + k * nOut + j0, G)
             for row in range(bS):
                 length = row_len(L.seq_len, row, sL)
                 if t < length:
                     tau = step_time(t, length, L.forward)
                     at = row * nOut + j0
-                    forward_step(L.family, False, &L.options, n, nOut,
+                    forward_step(L.family, True, &L.options, n, nOut,
                                  gx + (tau * bS + row) * G + j0, gh + row * G + j0,
-                                 NULL if projected else hcur + at, offset(ccur, at),
-                                 offset(P, j0), gates + tau * gates_step + row * G + j0,
-                                 offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
-            if two_phases:
-                cells_barrier()  # every thread's aux is in place
-                for k in range(fam.h_blocks, fam.gates):
-                    gemm_packed(bS, aux, nOut, wh, k, OVERWRITE, gh + k * nOut + j0, G)
-                for row in range(bS):
-                    length = row_len(L.seq_len, row, sL)
-                    if t < length:
-                        tau = step_time(t, length, L.forward)
-                        at = row * nOut + j0
-                        forward_step(L.family, True, &L.options, n, nOut,
-                                     gx + (tau * bS + row) * G + j0, gh + row * G + j0,
-                                     hcur + at, offset(ccur, at), offset(P, j0),
-                                     gates + tau * gates_step + row * G + j0, aux + at,
-                                     out + at, offset(cnxt, at))
-            if projected:
-                cells_barrier()  # every thread's m is in place
-                gemm_packed(bS, ms, nOut, wproj, 0, OVERWRITE, hnxt + s0, nState)
-            for row in range(bS):
-                length = row_len(L.seq_len, row, sL)
-                at, hat = row * nOut + j0, row * nState + s0
-                if t < length:
-                    slot = step_time(t, length, L.forward) * bS + row
-                    copy_units(ns, hnxt + hat, h + slot * nState + s0)
-                    if L.keep and fam.cell_state:
-                        copy_units(n, cnxt + at, c + slot * nOut + j0)
-                    if L.keep and projected:
-                        copy_units(n, ms + at, m + slot * nOut + j0)
-                    continue
-                # Past the row's end: its state is frozen, and time index t is padding.
-                slot = t * bS + row
-                copy_units(ns, hcur + hat, hnxt + hat)
-                zero_units(ns, h + slot * nState + s0)
-                if fam.cell_state:
-                    copy_units(n, ccur + at, cnxt + at)
-                if L.keep:
-                    for k in range(fam.gates):
-                        zero_units(n, gates + slot * G + k * nOut + j0)
-                    if fam.cell_state:
-                        zero_units(n, c + slot * nOut + j0)
-                    if aux_step:
-                        zero_units(n, aux + slot * nOut + j0)
-                    if projected:
-                        zero_units(n, m + slot * nOut + j0)
-            cells_barrier()  # the new state is complete before any thread multiplies it
-        free_packed(&wh)
+                                 hcur + at, offset(ccur, at), offset(P, j0),
+                                 gates + tau * gates_step + row * G + j0, aux + at,
+                                 out + at, offset(cnxt, at))
         if projected:
-            free_packed(&wproj)
-
-        hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nState)
-        ccur = cI if sL == 0 else <const real *>offset(cs, (sL % 2) * bS * nOut)
+            cells_barrier(me)  # every thread's m is in place
+            gemm_packed(bS, ms, nOut, wproj, 0, OVERWRITE, hnxt + s0, nState)
         for row in range(bS):
-            if hL != NULL:
-                copy_units(ns, hcur + row * nState + s0, hL + row * nState + s0)
-            if cL != NULL:
-                copy_units(n, ccur + row * nOut + j0, cL + row * nOut + j0)
+            length = row_len(L.seq_len, row, sL)
+            at, hat = row * nOut + j0, row * nState + s0
+            if t < length:
+                slot = step_time(t, length, L.forward) * bS + row
+                copy_units(ns, hnxt + hat, h + slot * nState + s0)
+                if L.keep and fam.cell_state:
+                    copy_units(n, cnxt + at, c + slot * nOut + j0)
+                if L.keep and projected:
+                    copy_units(n, ms + at, m + slot * nOut + j0)
+                continue
+            # Past the row's end: its state is frozen, and time index t is padding.
+            slot = t * bS + row
+            copy_units(ns, hcur + hat, hnxt + hat)
+            zero_units(ns, h + slot * nState + s0)
+            if fam.cell_state:
+                copy_units(n, ccur + at, cnxt + at)
+            if L.keep:
+                for k in range(fam.gates):
+                    zero_units(n, gates + slot * G + k * nOut + j0)
+                if fam.cell_state:
+                    zero_units(n, c + slot * nOut + j0)
+                if aux_step:
+                    zero_units(n, aux + slot * nOut + j0)
+                if projected:
+                    zero_units(n, m + slot * nOut + j0)
+        cells_barrier(me)  # the new state is complete before any thread multiplies it
+    free_packed(&wh)
+    if projected:
+        free_packed(&wproj)
+
+    hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nState)
+    ccur = cI if sL == 0 else <const real *>offset(cs, (sL % 2) * bS * nOut)
+    for row in range(bS):
+        if hL != NULL:
+            copy_units(ns, hcur + row * nState + s0, hL + row * nState + s0)
+        if cL != NULL:
+            copy_units(n, ccur + row * nOut + j0, cL + row * nOut + j0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,8 +258,9 @@ cdef inline Py_ssize_t prev_slot(Py_ssize_t t, Py_ssize_t tau, Py_ssize_t row, P
     return (tau - 1 if forward else tau + 1) * bS + row
 
 
-cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
-    """The backward pass of L, on the workspace (h, c, gates, aux, m) of its forward pass."""
+cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part `me` of the backward pass of L, on the workspace (h, c, gates, aux, m) of its
+    forward pass."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t sL = L.sL, bS = L.bS, nIn = L.nIn, nOut = L.nOut, G = L.G
     cdef Py_ssize_t nState = L.nState, SB = L.sL * L.bS
@@ -293,153 +301,169 @@ cdef void backward_loop(const Loop *L, real zero) noexcept nogil:
     cdef const real *hprev
     cdef const real *cprev
     cdef real *d
-    cdef ThreadUnits me, mine
+    cdef Units units, mine
     cdef PackedWeights whT, wauxT, wprojT, wxT
-    with parallel(num_threads=L.n_threads):
-        me = thread_units(nOut)
-        j0, j1 = me.j0, me.j1
-        n = j1 - j0
-        mine = thread_units(nState)
-        s0, ns = mine.j0, mine.j1 - mine.j0
-        whT = pack_gate_rows(L, Wh, 0, fam.h_blocks, s0, ns)
-        if two_phases:
-            wauxT = pack_gate_rows(L, Wh, fam.h_blocks, fam.gates, j0, n)
-        if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
-            wprojT = pack_weights(Wproj + j0 * nState, 0, 1, nState, n, nState, TRANSPOSED)
-        if dP != NULL:
-            for k in range(fam.param_blocks):
-                zero_units(n, dP + k * nOut + j0)
-        for row in range(bS):
-            hat = row * nState + s0
-            if dLdhL != NULL:
-                copy_units(ns, dLdhL + hat, dh + hat)
+    units = part_units(me, nOut)
+    j0, j1 = units.j0, units.j1
+    n = j1 - j0
+    mine = part_units(me, nState)
+    s0, ns = mine.j0, mine.j1 - mine.j0
+    whT = pack_gate_rows(L, Wh, 0, fam.h_blocks, s0, ns)
+    if two_phases:
+        wauxT = pack_gate_rows(L, Wh, fam.h_blocks, fam.gates, j0, n)
+    if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
+        wprojT = pack_weights(Wproj + j0 * nState, 0, 1, nState, n, nState, TRANSPOSED)
+    if dP != NULL:
+        for k in range(fam.param_blocks):
+            zero_units(n, dP + k * nOut + j0)
+    for row in range(bS):
+        hat = row * nState + s0
+        if dLdhL != NULL:
+            copy_units(ns, dLdhL + hat, dh + hat)
+        else:
+            zero_units(ns, dh + hat)
+        if fam.cell_state:
+            at = row * nOut + j0
+            if dLdcL != NULL:
+                copy_units(n, dLdcL + at, dc + at)
             else:
-                zero_units(ns, dh + hat)
-            if fam.cell_state:
-                at = row * nOut + j0
-                if dLdcL != NULL:
-                    copy_units(n, dLdcL + at, dc + at)
-                else:
-                    zero_units(n, dc + at)
+                zero_units(n, dc + at)
 
-        for t in range(sL - 1, -1, -1):
-            d = ds + (t % 2) * bS * G
-            if projected:
-                # The step's whole dL/dh (carried + arriving), then dL/dm = dL/dh·Wprojᵀ; the
-                # carried dL/dh restarts at 0 for the rows that run this step.
-                for row in range(bS):
-                    length = row_len(L.seq_len, row, sL)
-                    hat = row * nState + s0
-                    if t >= length:
-                        zero_units(ns, dh_step + hat)
-                        zero_units(ns, dh_steps + (t * bS + row) * nState + s0)
-                        continue
-                    slot = step_time(t, length, L.forward) * bS + row
-                    copy_units(ns, dh + hat, dh_step + hat)
-                    if dLdh != NULL:
-                        add_units(ns, dLdh + slot * nState + s0, dh_step + hat)
-                    copy_units(ns, dh_step + hat, dh_steps + slot * nState + s0)
-                    zero_units(ns, dh + hat)
-                cells_barrier()  # every thread's columns of dh_step are in place
-                gemm_packed(bS, dh_step, nState, wprojT, 0, OVERWRITE, dm + j0, nOut)
+    for t in range(sL - 1, -1, -1):
+        d = ds + (t % 2) * bS * G
+        if projected:
+            # The step's whole dL/dh (carried + arriving), then dL/dm = dL/dh·Wprojᵀ; the
+            # carried dL/dh restarts at 0 for the rows that run this step.
             for row in range(bS):
                 length = row_len(L.seq_len, row, sL)
-                at = row * nOut + j0
+                hat = row * nState + s0
                 if t >= length:
-                    # Nothing flows through a padded step: its dz (and aux) are 0, and the
-                    # carried gradient passes on unchanged.
-                    slot = t * bS + row
-                    for k in range(fam.gates):
-                        zero_units(n, d + row * G + k * nOut + j0)
-                        zero_units(n, gates + slot * G + k * nOut + j0)
-                    if fam.aux:
-                        zero_units(n, aux + slot * nOut + j0)
+                    zero_units(ns, dh_step + hat)
+                    zero_units(ns, dh_steps + (t * bS + row) * nState + s0)
+                    continue
+                slot = step_time(t, length, L.forward) * bS + row
+                copy_units(ns, dh + hat, dh_step + hat)
+                if dLdh != NULL:
+                    add_units(ns, dLdh + slot * nState + s0, dh_step + hat)
+                copy_units(ns, dh_step + hat, dh_steps + slot * nState + s0)
+                zero_units(ns, dh + hat)
+            cells_barrier(me)  # every thread's columns of dh_step are in place
+            gemm_packed(bS, dh_step, nState, wprojT, 0, OVERWRITE, dm + j0, nOut)
+        for row in range(bS):
+            length = row_len(L.seq_len, row, sL)
+            at = row * nOut + j0
+            if t >= length:
+                # Nothing flows through a padded step: its dz (and aux) are 0, and the
+                # carried gradient passes on unchanged.
+                slot = t * bS + row
+                for k in range(fam.gates):
+                    zero_units(n, d + row * G + k * nOut + j0)
+                    zero_units(n, gates + slot * G + k * nOut + j0)
+                if fam.aux:
+                    zero_units(n, aux + slot * nOut + j0)
+                continue
+            tau = step_time(t, length, L.forward)
+            slot = tau * bS + row
+            # The state entering the step: the initial one at the row's first step.
+            hprev, cprev = hI + at, offset(cI, at)
+            if t > 0:
+                prev = prev_slot(t, tau, row, bS, L.forward)
+                hprev, cprev = h + prev * nState + j0, offset(c, prev * nOut + j0)
+            # Projected, the step reads no hPrev and starts from dL/dm alone.
+            backward_step(L.family, False, &L.options, n, nOut,
+                          NULL if projected else offset(dLdh, slot * nOut + j0),
+                          offset(dLdgates, slot * G + j0), gates + slot * G + j0,
+                          offset(aux, slot * nOut + j0), offset(daux, at),
+                          NULL if projected else hprev, cprev,
+                          offset(c, slot * nOut + j0), offset(P, j0), d + row * G + j0,
+                          dm + at if projected else dh + at, offset(dc, at),
+                          offset(dP, j0))
+        cells_barrier(me)  # every thread's part of this step's d is in place
+        if two_phases:
+            gemm_packed(bS, d + fam.h_blocks * nOut, G, wauxT, 0, OVERWRITE, daux + j0, nOut)
+            for row in range(bS):
+                length = row_len(L.seq_len, row, sL)
+                if t >= length:
                     continue
                 tau = step_time(t, length, L.forward)
                 slot = tau * bS + row
-                # The state entering the step: the initial one at the row's first step.
-                hprev, cprev = hI + at, offset(cI, at)
+                at = row * nOut + j0
+                hprev = hI + at
                 if t > 0:
-                    prev = prev_slot(t, tau, row, bS, L.forward)
-                    hprev, cprev = h + prev * nState + j0, offset(c, prev * nOut + j0)
-                # Projected, the step reads no hPrev and starts from dL/dm alone.
-                backward_step(L.family, False, &L.options, n, nOut,
-                              NULL if projected else offset(dLdh, slot * nOut + j0),
+                    hprev = h + prev_slot(t, tau, row, bS, L.forward) * nState + j0
+                backward_step(L.family, True, &L.options, n, nOut,
+                              offset(dLdh, slot * nOut + j0),
                               offset(dLdgates, slot * G + j0), gates + slot * G + j0,
-                              offset(aux, slot * nOut + j0), offset(daux, at),
-                              NULL if projected else hprev, cprev,
-                              offset(c, slot * nOut + j0), offset(P, j0), d + row * G + j0,
-                              dm + at if projected else dh + at, offset(dc, at),
+                              aux + slot * nOut + j0, daux + at, hprev, NULL, NULL,
+                              offset(P, j0), d + row * G + j0, dh + at, NULL,
                               offset(dP, j0))
-            cells_barrier()  # every thread's part of this step's d is in place
-            if two_phases:
-                gemm_packed(bS, d + fam.h_blocks * nOut, G, wauxT, 0, OVERWRITE, daux + j0, nOut)
-                for row in range(bS):
-                    length = row_len(L.seq_len, row, sL)
-                    if t >= length:
-                        continue
-                    tau = step_time(t, length, L.forward)
-                    slot = tau * bS + row
-                    at = row * nOut + j0
-                    hprev = hI + at
-                    if t > 0:
-                        hprev = h + prev_slot(t, tau, row, bS, L.forward) * nState + j0
-                    backward_step(L.family, True, &L.options, n, nOut,
-                                  offset(dLdh, slot * nOut + j0),
-                                  offset(dLdgates, slot * G + j0), gates + slot * G + j0,
-                                  aux + slot * nOut + j0, daux + at, hprev, NULL, NULL,
-                                  offset(P, j0), d + row * G + j0, dh + at, NULL,
-                                  offset(dP, j0))
-                cells_barrier()  # every thread's part of d is complete
-            # dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev.
-            gemm_packed(bS, d, G, whT, 0, ACCUMULATE, dh + s0, nState)
-        cells_barrier()  # the dz (and aux) of every step are complete
-        free_packed(&whT)
-        if two_phases:
-            free_packed(&wauxT)
-        if projected:
-            free_packed(&wprojT)
-            # dL/dWproj = Σ mᵀ·dL/dh over every step, this thread's state columns.
-            weight_grad(False, nOut, ns, SB, m, nOut, dh_steps + s0, nState, OVERWRITE,
-                        dLdWproj + s0, nState)
+            cells_barrier(me)  # every thread's part of d is complete
+        # dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev.
+        gemm_packed(bS, d, G, whT, 0, ACCUMULATE, dh + s0, nState)
+    cells_barrier(me)  # the dz (and aux) of every step are complete
+    free_packed(&whT)
+    if two_phases:
+        free_packed(&wauxT)
+    if projected:
+        free_packed(&wprojT)
+        # dL/dWproj = Σ mᵀ·dL/dh over every step, this thread's state columns.
+        weight_grad(False, nOut, ns, SB, m, nOut, dh_steps + s0, nState, OVERWRITE,
+                    dLdWproj + s0, nState)
 
-        # dL/dx = dz·op(Wx)ᵀ, this thread's input columns [i0, i1) (unless it is not wanted),
-        # on op(Wx)ᵀ packed: dz is read as it is, where BLAS would copy it whole per thread.
-        if dLdx != NULL:
-            i0 = part_start(nIn, me.part, me.nparts, 16)
-            i1 = part_start(nIn, me.part + 1, me.nparts, 16)
-            wxT = pack_gate_rows(L, Wx, 0, fam.gates, i0, i1 - i0)
-            project(SB, gates, G, wxT, dLdx + i0, nIn, 0)
-            free_packed(&wxT)
-        # The weight and bias gradients, each one product over all steps for this thread's
-        # part [c0, c1) of the G gate columns (x and the states are then packed by BLAS once per
-        # thread and weight, not once per gate block). ds, free now, holds each thread's rows
-        # of prev_state_product's first steps.
-        c0 = part_start(G, me.part, me.nparts, 16)
-        c1 = part_start(G, me.part + 1, me.nparts, 16)
-        weight_grad(L.weights_transposed, nIn, c1 - c0, SB, x, nIn, gates + c0, G, OVERWRITE,
-                    gate_columns(L, dLdWx, c0), L.ldw)
-        if dLdb != NULL:
-            sum_rows(SB, c1 - c0, gates + c0, G, dLdb + c0)
-        col = c0
-        while col < c1:  # the recurrent weight's, in runs of columns of one kind
-            k = col // nOut
-            end = min(c1, (k + 1) * nOut)
-            if k == fam.aux_grad_block:  # dL/dWh_k = Σ hPrevᵀ·d_k, d_k kept in aux
-                prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
-                                   aux + col - k * nOut, nOut, ds + bS * col,
-                                   L.weights_transposed, gate_columns(L, dLdWh, col), L.ldw)
-            elif k < fam.h_blocks:  # dL/dWh_k = Σ hPrevᵀ·dz_k, over the following such blocks
-                while end < c1 and end // nOut < fam.h_blocks and \
-                        end // nOut != fam.aux_grad_block:
-                    end = min(c1, end + nOut)
-                prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
-                                   gates + col, G, ds + bS * col, L.weights_transposed,
-                                   gate_columns(L, dLdWh, col), L.ldw)
-            else:  # a block that multiplies aux: dL/dWh_k = Σ auxᵀ·dz_k
-                weight_grad(L.weights_transposed, nOut, end - col, SB, aux, nOut, gates + col,
-                            G, OVERWRITE, gate_columns(L, dLdWh, col), L.ldw)
-            col = end
+    # dL/dx = dz·op(Wx)ᵀ, this thread's input columns [i0, i1) (unless it is not wanted),
+    # on op(Wx)ᵀ packed: dz is read as it is, where BLAS would copy it whole per thread.
+    if dLdx != NULL:
+        i0 = part_start(nIn, me.part, me.nparts, 16)
+        i1 = part_start(nIn, me.part + 1, me.nparts, 16)
+        wxT = pack_gate_rows(L, Wx, 0, fam.gates, i0, i1 - i0)
+        project(SB, gates, G, wxT, dLdx + i0, nIn, 0)
+        free_packed(&wxT)
+    # The weight and bias gradients, each one product over all steps for this thread's
+    # part [c0, c1) of the G gate columns (x and the states are then packed by BLAS once per
+    # thread and weight, not once per gate block). ds, free now, holds each thread's rows
+    # of prev_state_product's first steps.
+    c0 = part_start(G, me.part, me.nparts, 16)
+    c1 = part_start(G, me.part + 1, me.nparts, 16)
+    weight_grad(L.weights_transposed, nIn, c1 - c0, SB, x, nIn, gates + c0, G, OVERWRITE,
+                gate_columns(L, dLdWx, c0), L.ldw)
+    if dLdb != NULL:
+        sum_rows(SB, c1 - c0, gates + c0, G, dLdb + c0)
+    col = c0
+    while col < c1:  # the recurrent weight's, in runs of columns of one kind
+        k = col // nOut
+        end = min(c1, (k + 1) * nOut)
+        if k == fam.aux_grad_block:  # dL/dWh_k = Σ hPrevᵀ·d_k, d_k kept in aux
+            prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
+                               aux + col - k * nOut, nOut, ds + bS * col,
+                               L.weights_transposed, gate_columns(L, dLdWh, col), L.ldw)
+        elif k < fam.h_blocks:  # dL/dWh_k = Σ hPrevᵀ·dz_k, over the following such blocks
+            while end < c1 and end // nOut < fam.h_blocks and \
+                    end // nOut != fam.aux_grad_block:
+                end = min(c1, end + nOut)
+            prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
+                               gates + col, G, ds + bS * col, L.weights_transposed,
+                               gate_columns(L, dLdWh, col), L.ldw)
+        else:  # a block that multiplies aux: dL/dWh_k = Σ auxᵀ·dz_k
+            weight_grad(L.weights_transposed, nOut, end - col, SB, aux, nOut, gates + col,
+                        G, OVERWRITE, gate_columns(L, dLdWh, col), L.ldw)
+        col = end
+
+
+# The passes as cells_run_parts runs them (include/cells/team.h): one per pass and dtype.
+cdef void forward_float(void *L, cells_part me) noexcept nogil:
+    forward_loop(<const Loop *>L, me, <float>0)
+
+
+cdef void forward_double(void *L, cells_part me) noexcept nogil:
+    forward_loop(<const Loop *>L, me, <double>0)
+
+
+cdef void backward_float(void *L, cells_part me) noexcept nogil:
+    backward_loop(<const Loop *>L, me, <float>0)
+
+
+cdef void backward_double(void *L, cells_part me) noexcept nogil:
+    backward_loop(<const Loop *>L, me, <double>0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -548,10 +572,7 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.cL = data(dtype, "cL", cL, S, False, True)
     cdef bint single = dtype == np.float32
     with nogil:
-        if single:
-            forward_loop(&L, <float>0)
-        else:
-            forward_loop(&L, <double>0)
+        cells_run_parts(L.n_threads, forward_float if single else forward_double, &L)
 
 
 def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut, *,
@@ -605,10 +626,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32
     with nogil:
-        if single:
-            backward_loop(&L, <float>0)
-        else:
-            backward_loop(&L, <double>0)
+        cells_run_parts(L.n_threads, backward_float if single else backward_double, &L)
 
 
 class Family(NamedTuple):

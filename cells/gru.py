@@ -9,10 +9,11 @@ are ordered (r, u, c) = reset, update, candidate, and products are row-vector (z
     c = tanh(x·Wx_c + bx_c + r∘(hI·Wh_c + bh_c))     linear_before_reset=True
     h = (1-u)∘c + u∘hI
 
-b is [3nOut] (bx alone, bh = 0, as libnd4j) or [2, 3nOut] (rows bx, bh: Keras reset_after,
-cuDNN, PyTorch, ONNX). Every function takes float32 or float64 arrays of one dtype, in any
-memory order, and returns new C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS
-if set, else all cores) is the number of OpenMP threads; BLAS is held at one thread meanwhile.
+b is [3nOut] (bx alone, bh = 0, as libnd4j) or [2, 3nOut] (rows bx, bh: Keras reset_after, cuDNN,
+PyTorch, ONNX). Every function takes float32 or float64 arrays of one dtype, in any memory order,
+and returns new C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else
+all cores) is the number of threads the call runs on (cells/_threads.py); BLAS is held at one
+thread meanwhile.
 """
 from typing import NamedTuple, Optional
 

@@ -37,8 +37,8 @@ valid steps from the last to the first (ONNX direction="reverse"); every output 
 own time index.
 
 Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns new
-C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is
-the number of OpenMP threads; BLAS is held at one thread meanwhile.
+C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the
+number of threads the call runs on (cells/_threads.py); BLAS is held at one thread meanwhile.
 """
 import numbers
 from typing import NamedTuple, Optional

@@ -1,5 +1,8 @@
-"""How many threads a call runs on (cells/_threads.py): n_threads as given, or for None every
-available thread but no more than leave each MIN_UNITS_PER_THREAD hidden units."""
+"""How many threads a call runs on (cells/_threads.py): n_threads as given (at most the team's
+MAX_THREADS), or for None every available thread (OMP_NUM_THREADS when it is set, else the
+cores), but no more than leave each MIN_UNITS_PER_THREAD hidden units."""
+import os
+
 import pytest
 
 from cells import _threads
@@ -17,8 +20,23 @@ def test_the_default_leaves_each_thread_enough_units(nOut):
     assert _threads.resolve_n_threads(None, dims(nOut)) == expected
 
 
-@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("n_threads", [1, 2, 3, _threads.MAX_THREADS])
 def test_an_explicit_count_is_kept_whatever_the_units(n_threads):
-    if not _threads.HAS_OPENMP:
-        pytest.skip("built without OpenMP: every call runs on one thread")
     assert _threads.resolve_n_threads(n_threads, dims(1)) == n_threads
+
+
+def test_more_threads_than_the_team_can_have_is_an_error():
+    with pytest.raises(ValueError, match=rf"n_threads: expected None or an int in \[1, "
+                                         rf"{_threads.MAX_THREADS}\], got {_threads.MAX_THREADS + 1}"):
+        _threads.resolve_n_threads(_threads.MAX_THREADS + 1, dims(1))
+
+
+@pytest.mark.parametrize("value, expected", [("3", 3), ("2,1", 2), (" 5 ", 5), ("100000", None),
+                                             ("0", "cores"), ("x", "cores"), ("", "cores")])
+def test_omp_num_threads_sets_the_default_when_it_is_a_positive_int(monkeypatch, value,
+                                                                    expected):
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    expected = {None: _threads.MAX_THREADS, "cores": min(cores, _threads.MAX_THREADS)}.get(
+        expected, expected)
+    assert _threads.max_threads() == expected

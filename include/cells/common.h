@@ -22,9 +22,7 @@
 
 /* Before a loop over units whose arrays never overlap: vectorise it without run-time alias
  * checks (restrict alone does not survive inlining into the Cython loops). */
-#if defined(_OPENMP)
-#define CELLS_SIMD _Pragma("omp simd")
-#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define CELLS_SIMD _Pragma("GCC ivdep")
 #else
 #define CELLS_SIMD

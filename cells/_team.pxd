@@ -1,0 +1,40 @@
+# The threads a call runs on (include/cells/team.h) for nogil Cython code, and how a call's
+# parts split its work.
+cdef extern from "cells/team.h" nogil:
+    int CELLS_MAX_THREADS
+
+    ctypedef struct cells_part:
+        int part     # this part, of
+        int nparts   # the parts of the call
+
+    ctypedef void (*cells_part_fn)(void *arg, cells_part me) noexcept nogil
+
+    # Run fn(arg, me) on nparts parts at once, a thread each (fewer where fewer threads are
+    # available); the parts it ran.
+    int cells_run_parts(int nparts, cells_part_fn fn, void *arg) noexcept
+    # Wait until every part of me's call has reached this barrier.
+    void cells_barrier(cells_part me) noexcept
+    # Once, at import: a child made by fork() takes its threads from cells' team.
+    void cells_team_register_fork_handler() noexcept
+
+
+cdef inline Py_ssize_t part_start(Py_ssize_t n, int part, int nparts,
+                                  Py_ssize_t align) noexcept nogil:
+    """Where part `part` of range(n) starts when it is split into `nparts` nearly equal pieces
+    whose boundaries are multiples of `align`; part `nparts` starts at n. Part p is
+    [part_start(p), part_start(p + 1))."""
+    cdef Py_ssize_t chunks = (n + align - 1) // align
+    return min(n, (chunks * part // nparts) * align)
+
+
+cdef struct Units:
+    Py_ssize_t j0, j1   # a part's units: [j0, j1)
+
+
+cdef inline Units part_units(cells_part me, Py_ssize_t nOut) noexcept nogil:
+    """The block of the nOut hidden units that part `me` owns: nearly equal blocks starting at
+    multiples of 8, so that every part's rows stay vector-aligned."""
+    cdef Units mine
+    mine.j0 = part_start(nOut, me.part, me.nparts, 8)
+    mine.j1 = part_start(nOut, me.part + 1, me.nparts, 8)
+    return mine

@@ -1,0 +1,18 @@
+"""The threads a call runs on (include/cells/team.h), in C (tests/c/test_team.c): the barrier
+lets no part through before every part has arrived, a call returns only when every part has
+finished and runs each part exactly once, on 2 to 8 parts (more than the cores), a call that
+finds cells' team busy (from another thread, or from inside a part) runs alone on its caller;
+in a process and in a child forked after its threaded calls. Built as the extensions are, with
+OpenMP (the threads then come from OpenMP's pool, and from cells' team in the child) and
+without (from cells' team in both).
+
+Compiled with the flags setup.py gives the extensions; skipped where no C compiler is found."""
+import pytest
+from c_programs import run_c_test
+
+
+@pytest.mark.parametrize("openmp", [["-fopenmp"], []], ids=["with OpenMP", "without OpenMP"])
+def test_the_threads_of_a_call(tmp_path, openmp):
+    run = run_c_test("test_team", tmp_path, timeout=60, extra_flags=openmp)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "\n0 failures" in run.stdout, run.stdout
