@@ -85,8 +85,10 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
             Wx=_c_order(Wx), Wh=_c_order(Wh), W=_c_order(W), b=_c_order(b), P=_c_order(P),
             Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
             lstm_acts=lstm_acts,
-            # Training: every step's gates overwrite their own input projection.
-            gx=gates if keep else np.empty((sL, bS, G), dtype),
+            # Training: every step's gates overwrite their own input projection; inference
+            # projects a chunk of steps at a time into one chunk's gx.
+            gx=gates if keep else np.empty((_time_loop.projection_chunk_steps(
+                sL, bS, G, dtype.itemsize, not fwd and seq_len is not None), bS, G), dtype),
             gh=np.empty((bS, G), dtype) if z is None else z,
             hs=np.empty((2, bS, nState), dtype),
             cs=np.empty((2, bS, nOut), dtype) if cell_state else None,

@@ -53,8 +53,11 @@ cdef struct Loop:
                                 #                    forward [bS, nOut] scratch unless kept
 
     # Forward
-    void *gx                    # [sL, bS, G]        scratch: x·op(Wx) + b; may be `gates` when
-                                #                    keep (each step's gates overwrite their own)
+    void *gx                    # [gx_steps, bS, G]  scratch: x·op(Wx) + b, projected chunk_steps
+                                #                    time steps at a time; `gates` when keep
+                                #                    (each step's gates overwrite their own)
+    Py_ssize_t chunk_steps      # time steps per input projection (projection_chunk_steps)
+    Py_ssize_t gx_steps         # sL (gx holds every time index), or chunk_steps (the chunk's)
     void *gh                    # [bS, G]            scratch: the step's recurrent products
     void *hs                    # [2, bS, nState]    scratch: the state leaving a step
     void *cs                    # [2, bS, nOut]      scratch: the cell state leaving a step

@@ -89,7 +89,7 @@ cdef inline void project(Py_ssize_t rows,
                          real *C,            # [rows, ldc]: block k's n columns from k·step
                          Py_ssize_t ldc, Py_ssize_t step) noexcept nogil:
     """C[:, k·step : k·step + n] = A·op(B_k) for every block k of w: an input projection of
-    all steps at once. It runs PROJECT_ROWS rows at a time through every block, so that those
+    many steps at once. It runs PROJECT_ROWS rows at a time through every block, so that those
     rows of A stay in cache while the blocks' panels pass over them."""
     cdef Py_ssize_t chunk, i0, k, m
     for chunk in range((rows + PROJECT_ROWS - 1) // PROJECT_ROWS):

@@ -14,13 +14,13 @@ passes its carried gradient through them unchanged. At a row's first step the st
 cI); a row's final state is the state after its last valid step (hI, cI when len_b = 0).
 
 Threads: a pass runs as the parts of one cells_run_parts call (include/cells/team.h), a thread
-each. Part p owns the units [j0, j1) (its block of each gate block). At every step it
-multiplies the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), then
-runs its family's step for just those elements. The input projection of all steps, and the
-backward's dL/dx, run on packed weights as well; the backward's weight gradients are
-single-threaded BLAS gemms, one per weight and part, each its own columns. Threads meet at a
-barrier only where a product needs columns that other threads wrote: once per step, twice for
-a family with a second phase (the reset-before GRU).
+each. Part p owns the units [j0, j1) (its block of each gate block). At every step it multiplies
+the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), then runs its
+family's step for just those elements. The input projection (a chunk of time steps at a time, just
+before the steps that read it) and the backward's dL/dx run on packed weights too; the backward's
+weight gradients are single-threaded BLAS gemms, one per weight and part, each its own columns.
+Threads meet at a barrier only where a product needs columns that other threads wrote: once per
+step, twice for a family with a second phase (the reset-before GRU).
 
 The backward: only the dL/dh (and dL/dc) recurrence runs step by step; after the loop,
 dL/dx = dz·op(Wx)ᵀ, dL/dWx = Σ xᵀ·dz, dL/dWh = Σ hPrevᵀ·d and dL/db = Σ dz are products
@@ -118,7 +118,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     """Part `me` of the forward pass of L (`zero`, 0 in the call's dtype, picks the
     instantiation)."""
     cdef cells_family_info fam = cells_families[L.family]
-    cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G, SB = L.sL * L.bS
+    cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G
     cdef Py_ssize_t nState = L.nState
     cdef const real *x = <const real *>L.x
     cdef const real *hI = <const real *>L.hI
@@ -149,11 +149,15 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     # at = row·nOut + j0: the thread's first unit of the row in the [bS, nOut] arrays;
     # hat = row·nState + s0: its first state column in the [bS, nState] arrays.
     cdef Py_ssize_t j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot
+    # t1, tau0: the loop steps and first time index of an input-projection chunk; first: the
+    # time index at gx's start.
+    cdef Py_ssize_t t1, tau0, first = 0
     cdef const real *hcur
     cdef const real *ccur
     cdef real *hnxt
     cdef real *cnxt
     cdef real *out
+    cdef real *chunk
     cdef Units units, mine
     cdef PackedWeights wx, wh, wproj
     units = part_units(me, nOut)
@@ -165,14 +169,19 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     wh = pack_gate_columns(L, Wh, nState, fam.gates, j0, n)
     if projected:
         wproj = pack_weights(Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
-    # The input projection of every step at once: gx = x·op(Wx) + b, this thread's columns.
     wx = pack_gate_columns(L, Wx, L.nIn, fam.gates, j0, n)
-    project(SB, x, L.nIn, wx, gx + j0, G, nOut)
-    free_packed(&wx)
-    if b != NULL:
-        add_gate_bias(SB, nOut, fam.gates, j0, j1, b, gx)
 
     for t in range(sL):
+        if t % L.chunk_steps == 0:
+            # The input projection of loop steps [t, t1) (time indices [tau0, tau0 + t1 - t)):
+            # gx = x·op(Wx) + b, this thread's columns; gx starts at time index `first`.
+            t1 = min(sL, t + L.chunk_steps)
+            tau0 = t if L.forward else sL - t1
+            first = 0 if L.gx_steps == sL else tau0
+            chunk = gx + (tau0 - first) * bS * G
+            project((t1 - t) * bS, x + tau0 * bS * L.nIn, L.nIn, wx, chunk + j0, G, nOut)
+            if b != NULL:
+                add_gate_bias((t1 - t) * bS, nOut, fam.gates, j0, j1, b, chunk)
         hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
         ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
         hnxt = hs + ((t + 1) % 2) * bS * nState
@@ -186,7 +195,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                 tau = step_time(t, length, L.forward)
                 at = row * nOut + j0
                 forward_step(L.family, False, &L.options, n, nOut,
-                             gx + (tau * bS + row) * G + j0, gh + row * G + j0,
+                             gx + ((tau - first) * bS + row) * G + j0, gh + row * G + j0,
                              NULL if projected else hcur + at, offset(ccur, at),
                              offset(P, j0), gates + tau * gates_step + row * G + j0,
                              offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
@@ -200,7 +209,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                     tau = step_time(t, length, L.forward)
                     at = row * nOut + j0
                     forward_step(L.family, True, &L.options, n, nOut,
-                                 gx + (tau * bS + row) * G + j0, gh + row * G + j0,
+                                 gx + ((tau - first) * bS + row) * G + j0, gh + row * G + j0,
                                  hcur + at, offset(ccur, at), offset(P, j0),
                                  gates + tau * gates_step + row * G + j0, aux + at,
                                  out + at, offset(cnxt, at))
@@ -234,6 +243,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                 if projected:
                     zero_units(n, m + slot * nOut + j0)
         cells_barrier(me)  # the new state is complete before any thread multiplies it
+    free_packed(&wx)
     free_packed(&wh)
     if projected:
         free_packed(&wproj)
@@ -449,6 +459,24 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         col = end
 
 
+# The input projection runs a chunk of time steps at a time, just before the loop steps that
+# read it, so that the gate pass finds gx in cache rather than in memory: chunks of at most
+# PROJECTION_CHUNK_BYTES of gx (every thread's columns), at least one step.
+cdef enum:
+    PROJECTION_CHUNK_BYTES = 512 * 1024
+
+
+cpdef Py_ssize_t projection_chunk_steps(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t G,
+                                        Py_ssize_t itemsize, bint whole):
+    """Time steps per input-projection chunk, in [1, sL] (0 for sL = 0). `whole`: all sL at
+    once, where the rows of one loop step are at different time indices (reverse with seq_len).
+    An inference call's gx holds one chunk."""
+    cdef Py_ssize_t step_bytes = bS * G * itemsize
+    if whole or step_bytes == 0:
+        return sL
+    return min(sL, max(1, PROJECTION_CHUNK_BYTES // step_bytes))
+
+
 # The passes as cells_run_parts runs them (include/cells/team.h): one per pass and dtype.
 cdef void forward_float(void *L, cells_part me) noexcept nogil:
     forward_loop(<const Loop *>L, me, <float>0)
@@ -558,7 +586,10 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.x = data(dtype, "x", x, sL * bS * nIn, True)
     L.hI = data(dtype, "hI", hI, H, True)
     L.cI = data(dtype, "cI", cI, S, fam.cell_state)
-    L.gx = data(dtype, "gx", gx, sL * bS * G, True, True)
+    L.chunk_steps = projection_chunk_steps(sL, bS, G, dtype.itemsize,
+                                           not forward and seq_len is not None)
+    L.gx_steps = sL if keep else L.chunk_steps
+    L.gx = data(dtype, "gx", gx, L.gx_steps * bS * G, True, True)
     L.gh = data(dtype, "gh", gh, bS * G, True, True)
     L.hs = data(dtype, "hs", hs, 2 * H, True, True)
     L.cs = data(dtype, "cs", cs, 2 * S, fam.cell_state, True)
