@@ -26,6 +26,8 @@ cdef struct Loop:
     bint forward                # False: each row's valid steps run backwards in time
     bint keep                   # forward: keep every step's gates, c and aux for the backward
     int n_threads               # the parts (threads) to run on; each owns a block of the units
+    bint rows_split             # forward: each part owns a block of the batch rows instead, and
+                                # every unit (rows_split_forward)
 
     # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
     # weights_transposed, Wᵀ (PyTorch's layout: Wx and Wh are [G, ldw]); leading dimension ldw.

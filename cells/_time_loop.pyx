@@ -114,6 +114,24 @@ cdef inline real *offset(const real *a, Py_ssize_t k) noexcept nogil:
 # Forward
 # ---------------------------------------------------------------------------------------------
 
+cdef inline void project_chunk(const Loop *L, Py_ssize_t ngates, PackedWeights wx,
+                               const real *x, const real *b, Py_ssize_t tau0, Py_ssize_t steps,
+                               Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t j0, Py_ssize_t j1,
+                               real *chunk) noexcept nogil:
+    """gx = x·op(Wx) + b at the time indices [tau0, tau0 + steps), rows [r0, r1), the columns
+    of the units [j0, j1) of each of the ngates gate blocks; chunk [steps, bS, G] (gx from time
+    index tau0). Whole steps are one product over all of them."""
+    cdef Py_ssize_t bS = L.bS, G = L.G, rows = r1 - r0, k, at
+    if rows == bS:
+        rows, steps = steps * bS, 1
+    for k in range(steps):
+        at = (k * bS + r0) * G
+        project(rows, x + ((tau0 + k) * bS + r0) * L.nIn, L.nIn, wx, chunk + at + j0, G, L.nOut)
+        if b != NULL:
+            add_gate_bias(rows, L.nOut, ngates, j0, j1, b, chunk + at)
+
+
+
 cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     """Part `me` of the forward pass of L (`zero`, 0 in the call's dtype, picks the
     instantiation)."""
@@ -148,7 +166,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     # row: a batch row; slot = tau·bS + row: its place in the [sL, bS, ...] arrays;
     # at = row·nOut + j0: the thread's first unit of the row in the [bS, nOut] arrays;
     # hat = row·nState + s0: its first state column in the [bS, nState] arrays.
-    cdef Py_ssize_t j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot
+    cdef Py_ssize_t r0, r1, j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot
     # t1, tau0: the loop steps and first time index of an input-projection chunk; first: the
     # time index at gx's start.
     cdef Py_ssize_t t1, tau0, first = 0
@@ -160,12 +178,18 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef real *chunk
     cdef Units units, mine
     cdef PackedWeights wx, wh, wproj
-    units = part_units(me, nOut)
-    j0, j1 = units.j0, units.j1
+    # What this thread owns: the rows [r0, r1), its units [j0, j1) and its state columns
+    # [s0, s0 + ns) (its units, unless the output is projected).
+    if L.rows_split:
+        r0, r1 = part_start(bS, me.part, me.nparts, 1), part_start(bS, me.part + 1, me.nparts, 1)
+        j0, j1, s0, ns = 0, nOut, 0, nState
+    else:
+        r0, r1 = 0, bS
+        units = part_units(me, nOut)
+        j0, j1 = units.j0, units.j1
+        mine = part_units(me, nState)
+        s0, ns = mine.j0, mine.j1 - mine.j0
     n = j1 - j0
-    # The state columns it owns: its units, unless the output is projected.
-    mine = part_units(me, nState)
-    s0, ns = mine.j0, mine.j1 - mine.j0
     wh = pack_gate_columns(L, Wh, nState, fam.gates, j0, n)
     if projected:
         wproj = pack_weights(Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
@@ -178,18 +202,17 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
             t1 = min(sL, t + L.chunk_steps)
             tau0 = t if L.forward else sL - t1
             first = 0 if L.gx_steps == sL else tau0
-            chunk = gx + (tau0 - first) * bS * G
-            project((t1 - t) * bS, x + tau0 * bS * L.nIn, L.nIn, wx, chunk + j0, G, nOut)
-            if b != NULL:
-                add_gate_bias((t1 - t) * bS, nOut, fam.gates, j0, j1, b, chunk)
+            project_chunk(L, fam.gates, wx, x, b, tau0, t1 - t, r0, r1, j0, j1,
+                          gx + (tau0 - first) * bS * G)
         hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
         ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
         hnxt = hs + ((t + 1) % 2) * bS * nState
         cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
         out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
         for k in range(fam.h_blocks):
-            gemm_packed(bS, hcur, nState, wh, k, OVERWRITE, gh + k * nOut + j0, G)
-        for row in range(bS):
+            gemm_packed(r1 - r0, hcur + r0 * nState, nState, wh, k, OVERWRITE,
+                        gh + r0 * G + k * nOut + j0, G)
+        for row in range(r0, r1):
             length = row_len(L.seq_len, row, sL)
             if t < length:
                 tau = step_time(t, length, L.forward)
@@ -200,10 +223,12 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                              offset(P, j0), gates + tau * gates_step + row * G + j0,
                              offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
         if two_phases:
-            cells_barrier(me)  # every thread's aux is in place
+            if not L.rows_split:
+                cells_barrier(me)  # every thread's aux is in place
             for k in range(fam.h_blocks, fam.gates):
-                gemm_packed(bS, aux, nOut, wh, k, OVERWRITE, gh + k * nOut + j0, G)
-            for row in range(bS):
+                gemm_packed(r1 - r0, aux + r0 * nOut, nOut, wh, k, OVERWRITE,
+                            gh + r0 * G + k * nOut + j0, G)
+            for row in range(r0, r1):
                 length = row_len(L.seq_len, row, sL)
                 if t < length:
                     tau = step_time(t, length, L.forward)
@@ -214,9 +239,11 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                                  gates + tau * gates_step + row * G + j0, aux + at,
                                  out + at, offset(cnxt, at))
         if projected:
-            cells_barrier(me)  # every thread's m is in place
-            gemm_packed(bS, ms, nOut, wproj, 0, OVERWRITE, hnxt + s0, nState)
-        for row in range(bS):
+            if not L.rows_split:
+                cells_barrier(me)  # every thread's m is in place
+            gemm_packed(r1 - r0, ms + r0 * nOut, nOut, wproj, 0, OVERWRITE,
+                        hnxt + r0 * nState + s0, nState)
+        for row in range(r0, r1):
             length = row_len(L.seq_len, row, sL)
             at, hat = row * nOut + j0, row * nState + s0
             if t < length:
@@ -242,7 +269,8 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                     zero_units(n, aux + slot * nOut + j0)
                 if projected:
                     zero_units(n, m + slot * nOut + j0)
-        cells_barrier(me)  # the new state is complete before any thread multiplies it
+        if not L.rows_split:
+            cells_barrier(me)  # the new state is complete before any thread multiplies it
     free_packed(&wx)
     free_packed(&wh)
     if projected:
@@ -250,7 +278,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
 
     hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nState)
     ccur = cI if sL == 0 else <const real *>offset(cs, (sL % 2) * bS * nOut)
-    for row in range(bS):
+    for row in range(r0, r1):
         if hL != NULL:
             copy_units(ns, hcur + row * nState + s0, hL + row * nState + s0)
         if cL != NULL:
@@ -477,6 +505,21 @@ cpdef Py_ssize_t projection_chunk_steps(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t
     return min(sL, max(1, PROJECTION_CHUNK_BYTES // step_bytes))
 
 
+# The forward splits the batch rows between the threads instead of the units where every thread
+# gets at least MIN_ROWS_PER_THREAD rows and can keep its own packed copy of all the recurrent
+# weights (and Wproj) in L2 (ROW_SPLIT_WEIGHT_BYTES): then no thread waits for another at any
+# step. (The backward always splits the units.)
+cdef enum:
+    MIN_ROWS_PER_THREAD = 16
+    ROW_SPLIT_WEIGHT_BYTES = 512 * 1024
+
+
+cdef bint rows_split_forward(const Loop *L, Py_ssize_t itemsize) noexcept:
+    cdef Py_ssize_t weights = L.nState * L.G + (L.nOut * L.nState if L.Wproj != NULL else 0)
+    return (L.n_threads > 1 and L.bS >= L.n_threads * MIN_ROWS_PER_THREAD
+            and weights * itemsize <= ROW_SPLIT_WEIGHT_BYTES)
+
+
 # The passes as cells_run_parts runs them (include/cells/team.h): one per pass and dtype.
 cdef void forward_float(void *L, cells_part me) noexcept nogil:
     forward_loop(<const Loop *>L, me, <float>0)
@@ -589,6 +632,7 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.chunk_steps = projection_chunk_steps(sL, bS, G, dtype.itemsize,
                                            not forward and seq_len is not None)
     L.gx_steps = sL if keep else L.chunk_steps
+    L.rows_split = rows_split_forward(&L, dtype.itemsize)
     L.gx = data(dtype, "gx", gx, L.gx_steps * bS * G, True, True)
     L.gh = data(dtype, "gh", gh, bS * G, True, True)
     L.hs = data(dtype, "hs", hs, 2 * H, True, True)
@@ -625,7 +669,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, SB = sL * bS
     cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = L.Wproj != NULL
-    L.keep = True
+    L.keep, L.rows_split = True, False
     L.x = data(dtype, "x", x, SB * nIn, True)
     L.hI = data(dtype, "hI", hI, H, True)
     L.cI = data(dtype, "cI", cI, S, fam.cell_state)
