@@ -20,7 +20,9 @@ family's step for just those elements. The input projection (a chunk of time ste
 before the steps that read it) and the backward's dL/dx run on packed weights too; the backward's
 weight gradients are single-threaded BLAS gemms, one per weight and part, each its own columns.
 Threads meet at a barrier only where a product needs columns that other threads wrote: once per
-step, twice for a family with a second phase (the reset-before GRU).
+step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
+the recurrent weights small (rows_split_forward), the forward splits the batch rows instead: part
+p runs every unit of its rows on its own packed copy of the weights, and meets no barrier.
 
 The backward: only the dL/dh (and dL/dc) recurrence runs step by step; after the loop,
 dL/dx = dz·op(Wx)ᵀ, dL/dWx = Σ xᵀ·dz, dL/dWh = Σ hPrevᵀ·d and dL/db = Σ dz are products
@@ -28,8 +30,8 @@ over all steps. Each step's dz overwrites its gates once the step has read them:
 takes no memory beyond the forward's workspace.
 
 A reduction across a row's units inside a step (LayerNorm cells) would need each thread to own
-whole rows rather than a block of units: a flag in the family's table that makes this loop split
-the batch rows between threads (and multiply with every unit's columns), the steps unchanged.
+whole rows rather than a block of units: the forward's row split at every size, and one for the
+backward (whose per-unit parameter gradients, dL/dP, would then need a sum over the threads).
 """
 cimport numpy as cnp
 from libc.math cimport INFINITY
@@ -131,7 +133,6 @@ cdef inline void project_chunk(const Loop *L, Py_ssize_t ngates, PackedWeights w
             add_gate_bias(rows, L.nOut, ngates, j0, j1, b, chunk + at)
 
 
-
 cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     """Part `me` of the forward pass of L (`zero`, 0 in the call's dtype, picks the
     instantiation)."""
@@ -175,7 +176,6 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef real *hnxt
     cdef real *cnxt
     cdef real *out
-    cdef real *chunk
     cdef Units units, mine
     cdef PackedWeights wx, wh, wproj
     # What this thread owns: the rows [r0, r1), its units [j0, j1) and its state columns

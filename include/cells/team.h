@@ -38,6 +38,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -47,12 +51,16 @@
 
 /* The most parts a call can run on. */
 #define CELLS_MAX_THREADS 256
-/* How long a waiting thread spins before it sleeps: at a barrier or for its call's parts
- * (CELLS_SPIN_NS), and a team worker waiting for the next call (CELLS_IDLE_SPIN_NS). Waking a
- * sleeping thread measured 0.1-0.3 ms on the 2-vCPU test VM; a time step can take 3 µs, and the
- * gap between a forward and its backward call is typically well under a millisecond. */
-#define CELLS_SPIN_NS 50000
-#define CELLS_IDLE_SPIN_NS 1000000
+/* How long a waiting thread (at a barrier, for its call's parts, a team worker between calls)
+ * spins before it sleeps. Measured on the 2-vCPU test VM, in a process whose other libraries
+ * keep yielding or spinning threads of their own (OpenBLAS, ONNX Runtime): with a 50 µs spin,
+ * a waiting thread slept at almost every barrier and waited for its wake-up, 5-50x slower at
+ * B=1 and 2x at B=16; with 2 ms, as fast as alone (GCC's OpenMP runtime spins about as long).
+ * A call on more threads than the process has cores spins only CELLS_CROWDED_SPIN_NS: there a
+ * spinning thread holds the core that the thread it waits for needs (8 parts on 2 cores ran
+ * 20x slower with the long spin). */
+#define CELLS_SPIN_NS 2000000
+#define CELLS_CROWDED_SPIN_NS 20000
 
 /* A counter that threads wait on to move: one thread advances it, the others wait until it
  * differs from the value they saw. */
@@ -63,10 +71,12 @@ typedef struct {
     pthread_cond_t moved;
 } cells_signal;
 
-/* The barrier of one call: the parts arrived, and the signal the last of them moves. */
+/* The barrier of one call: the parts arrived, the signal the last of them moves, and how long
+ * the call's waits spin. */
 typedef struct {
     atomic_int arrived;
     cells_signal passed;
+    int64_t spin_ns;
 } cells_meeting;
 
 typedef struct {
@@ -148,7 +158,7 @@ static void cells_barrier(cells_part me) {
         atomic_store(&m->arrived, 0);
         cells_signal_move(&m->passed);
     } else {
-        cells_signal_wait(&m->passed, seen, CELLS_SPIN_NS);
+        cells_signal_wait(&m->passed, seen, m->spin_ns);
     }
 }
 
@@ -165,6 +175,7 @@ static struct {
     void *arg;
     int nparts;
     cells_meeting *meeting;
+    int64_t spin_ns;        /* how long the workers spin for the next call (the last call's) */
     cells_signal start;     /* moves once per call: the workers' go */
     atomic_int unfinished;  /* workers still in the call; the last to finish moves `done` */
     cells_signal done;
@@ -190,7 +201,7 @@ static void *cells_worker(void *arg) {
     prctl(PR_SET_NAME, "cells-team");  /* in top -H, /proc/PID/task/TID/comm, debuggers */
 #endif
     for (;;) {
-        cells_signal_wait(&cells_team.start, seen, CELLS_IDLE_SPIN_NS);
+        cells_signal_wait(&cells_team.start, seen, cells_team.spin_ns);
         seen++;  /* every call waits for every worker, so `start` moves one call at a time */
         if (part < cells_team.nparts) {
             cells_part me = {part, cells_team.nparts, cells_team.meeting};
@@ -248,12 +259,13 @@ static void cells_team_run(int nparts, cells_part_fn fn, void *arg, cells_meetin
     cells_team.arg = arg;
     cells_team.nparts = nparts;
     cells_team.meeting = meeting;
+    cells_team.spin_ns = meeting->spin_ns;
     atomic_store(&cells_team.unfinished, cells_team.workers);
     unsigned done = atomic_load(&cells_team.done.value);
     cells_signal_move(&cells_team.start);
     cells_part me = {0, nparts, meeting};
     fn(arg, me);
-    cells_signal_wait(&cells_team.done, done, CELLS_SPIN_NS);
+    cells_signal_wait(&cells_team.done, done, meeting->spin_ns);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -291,10 +303,22 @@ static int cells_run_on_team(int nparts, cells_part_fn fn, void *arg, cells_meet
     return ran > 1 ? ran : cells_run_alone(fn, arg, meeting);
 }
 
+/* The cores this process may run on. */
+static int cells_cores(void) {
+#if defined(__linux__) && defined(CPU_COUNT)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return CPU_COUNT(&set);
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 static int cells_run_parts(int nparts, cells_part_fn fn, void *arg) {
     cells_meeting meeting;
     atomic_store(&meeting.arrived, 0);
     cells_signal_init(&meeting.passed);
+    meeting.spin_ns = nparts <= cells_cores() ? CELLS_SPIN_NS : CELLS_CROWDED_SPIN_NS;
     int ran;
     if (nparts < 2)
         ran = cells_run_alone(fn, arg, &meeting);
