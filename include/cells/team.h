@@ -28,8 +28,7 @@
  * the number of parts it ran.
  *
  * Waiting (at a barrier, for a call's parts, a worker between calls) spins first, then sleeps
- * until it is woken: a short wait costs no system call, a long one (another process on the core,
- * Python code between two calls) costs no core. */
+ * until it is woken (CELLS_SPIN_NS says how long, and why). */
 #ifndef CELLS_TEAM_H
 #define CELLS_TEAM_H
 
@@ -39,13 +38,11 @@
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__linux__)
-#include <sched.h>
-#endif
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 #if defined(__linux__)
+#include <sched.h>
 #include <sys/prctl.h>
 #endif
 
