@@ -171,6 +171,9 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     # t1, tau0: the loop steps and first time index of an input-projection chunk; first: the
     # time index at gx's start.
     cdef Py_ssize_t t1, tau0, first = 0
+    # A [rows, lda]: what a phase multiplies by its gate blocks [k0, k1) of op(Wh).
+    cdef Py_ssize_t phase, k0, k1, lda
+    cdef const real *A
     cdef const real *hcur
     cdef const real *ccur
     cdef real *hnxt
@@ -209,35 +212,27 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         hnxt = hs + ((t + 1) % 2) * bS * nState
         cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
         out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
-        for k in range(fam.h_blocks):
-            gemm_packed(r1 - r0, hcur + r0 * nState, nState, wh, k, OVERWRITE,
-                        gh + r0 * G + k * nOut + j0, G)
-        for row in range(r0, r1):
-            length = row_len(L.seq_len, row, sL)
-            if t < length:
-                tau = step_time(t, length, L.forward)
-                at = row * nOut + j0
-                forward_step(L.family, False, &L.options, n, nOut,
-                             gx + ((tau - first) * bS + row) * G + j0, gh + row * G + j0,
-                             NULL if projected else hcur + at, offset(ccur, at),
-                             offset(P, j0), gates + tau * gates_step + row * G + j0,
-                             offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
-        if two_phases:
-            if not L.rows_split:
-                cells_barrier(me)  # every thread's aux is in place
-            for k in range(fam.h_blocks, fam.gates):
-                gemm_packed(r1 - r0, aux + r0 * nOut, nOut, wh, k, OVERWRITE,
-                            gh + r0 * G + k * nOut + j0, G)
+        # Phase 0 multiplies the state by the gate blocks [0, h_blocks); a second phase
+        # multiplies the first one's aux by the others (the reset-before GRU).
+        for phase in range(2 if two_phases else 1):
+            if phase == 0:
+                k0, k1, A, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
+            else:
+                if not L.rows_split:
+                    cells_barrier(me)  # every thread's aux is in place
+                k0, k1, A, lda = fam.h_blocks, fam.gates, aux + r0 * nOut, nOut
+            for k in range(k0, k1):
+                gemm_packed(r1 - r0, A, lda, wh, k, OVERWRITE, gh + r0 * G + k * nOut + j0, G)
             for row in range(r0, r1):
                 length = row_len(L.seq_len, row, sL)
                 if t < length:
                     tau = step_time(t, length, L.forward)
                     at = row * nOut + j0
-                    forward_step(L.family, True, &L.options, n, nOut,
+                    forward_step(L.family, phase == 1, &L.options, n, nOut,
                                  gx + ((tau - first) * bS + row) * G + j0, gh + row * G + j0,
-                                 hcur + at, offset(ccur, at), offset(P, j0),
-                                 gates + tau * gates_step + row * G + j0, aux + at,
-                                 out + at, offset(cnxt, at))
+                                 NULL if projected else hcur + at, offset(ccur, at),
+                                 offset(P, j0), gates + tau * gates_step + row * G + j0,
+                                 offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
         if projected:
             if not L.rows_split:
                 cells_barrier(me)  # every thread's m is in place
