@@ -24,6 +24,12 @@ cdef extern from "cells/panel.h" nogil:
     void cells_gemm_panels_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
                              Py_ssize_t lda, const double *P, double beta, double *C,
                              Py_ssize_t ldc)
+    void cells_gemm_tn_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
+                         Py_ssize_t lda, const float *B, Py_ssize_t ldb, float beta, float *C,
+                         Py_ssize_t ldc)
+    void cells_gemm_tn_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
+                         Py_ssize_t lda, const double *B, Py_ssize_t ldb, double beta,
+                         double *C, Py_ssize_t ldc)
 
 
 # Rows of A per pass of project(): a multiple of the micro-kernel's 6 rows, 96 rows of up to
@@ -102,3 +108,17 @@ cdef inline void project(Py_ssize_t rows,
 cdef inline void free_packed(PackedWeights *w) noexcept nogil:
     free(w.P)
     w.P = NULL
+
+
+cdef inline void gemm_tn(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K,
+                         const real *A,   # [K, lda] (M columns used)
+                         Py_ssize_t lda,
+                         const real *B,   # [K, ldb] (n columns used)
+                         Py_ssize_t ldb, real beta,
+                         real *C,         # [M, ldc] (n columns used)
+                         Py_ssize_t ldc) noexcept nogil:
+    """C = Aᵀ·B + beta·C, A and B read in place (include/cells/panel.h)."""
+    if real is float:
+        cells_gemm_tn_f(M, n, K, A, lda, B, ldb, beta, C, ldc)
+    else:
+        cells_gemm_tn_d(M, n, K, A, lda, B, ldb, beta, C, ldc)

@@ -18,7 +18,8 @@ each. Part p owns the units [j0, j1) (its block of each gate block). At every st
 the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), then runs its
 family's step for just those elements. The input projection (a chunk of time steps at a time, just
 before the steps that read it) and the backward's dL/dx run on packed weights too; the backward's
-weight gradients are single-threaded BLAS gemms, one per weight and part, each its own columns.
+weight gradients are one product per weight and part, each its own columns, on the same kernels
+reading the inputs and dz in place (gemm_tn).
 Threads meet at a barrier only where a product needs columns that other threads wrote: once per
 step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
 the recurrent weights small (rows_split_forward), the forward splits the batch rows instead: part
@@ -452,9 +453,8 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         project(SB, gates, G, wxT, dLdx + i0, nIn, 0)
         free_packed(&wxT)
     # The weight and bias gradients, each one product over all steps for this thread's
-    # part [c0, c1) of the G gate columns (x and the states are then packed by BLAS once per
-    # thread and weight, not once per gate block). ds, free now, holds each thread's rows
-    # of prev_state_product's first steps.
+    # part [c0, c1) of the G gate columns. ds, free now, holds each thread's rows of
+    # prev_state_product's first steps.
     c0 = part_start(G, me.part, me.nparts, 16)
     c1 = part_start(G, me.part + 1, me.nparts, 16)
     weight_grad(L.weights_transposed, nIn, c1 - c0, SB, x, nIn, gates + c0, G, OVERWRITE,

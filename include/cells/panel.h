@@ -42,9 +42,17 @@
  * CELLS_PANEL_PREFETCH_ROWS rows ahead, for a packed matrix of CELLS_PANEL_PREFETCH_BYTES or
  * more. Measured: 3-25% faster where the panels came from L3 (1-2 MB), 5-15% slower at 128 KB
  * (L2), neutral at 512 KB. (The hardware prefetchers stop at each 4 KB page: 16 panel rows of
- * floats.) */
+ * floats.) CELLS_PANEL_TN: the layout of gemm_tn (C = Aᵀ·B, both read in place). */
 #define CELLS_PANEL_ADD 1
 #define CELLS_PANEL_PREFETCH 2
+#define CELLS_PANEL_TN 4
+
+/* gemm_tn's blocking (C = Aᵀ·B, A [K, M] and B [K, n] read in place): K in blocks of
+ * CELLS_PANEL_TN_ROWS rows, whose vectors of B stay in L1 while they pass over every row of C
+ * (128 rows of 4 vectors: 32 KiB of floats); C in blocks of columns of at most
+ * CELLS_PANEL_TN_C_BYTES, which stay in L2 over the whole of K. */
+#define CELLS_PANEL_TN_ROWS 128
+#define CELLS_PANEL_TN_C_BYTES (256 * 1024)
 #define CELLS_PANEL_PREFETCH_ROWS 16
 #define CELLS_PANEL_PREFETCH_BYTES (256 * 1024)
 

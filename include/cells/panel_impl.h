@@ -195,21 +195,28 @@ CELLS_PANEL_INLINE int FN(panel_ku)(int isa, int m, int nv) {
 }
 
 /* The micro-kernel: C[m, w] = A[m, K]·Pv[K, 0..w), plus C with flag CELLS_PANEL_ADD, for isa,
- * m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV and ku <= CELLS_PANEL_KU_MAX constants once
+ * m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV, ku <= CELLS_PANEL_KU_MAX and tn constants once
  * inlined.
- *   A:  [m, lda >= K], read only in its K columns
+ *   A:  [m, lda >= K], read only in its K columns; with tn, Aᵀ: A is [K, lda >= m] and the
+ *       tile multiplies its m columns (element (r, k) at A[k·lda + r])
  *   Pv: nv vectors of each of the K rows of a panel ([K, NR] from the panel's start; Pv may
- *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL
+ *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL; with tn, any row-major
+ *       matrix read in place, Pv[k·ldp + j] (its rows need not be padded: w = nv·VL, or Pv
+ *       holds nv·VL readable columns)
  *   C:  [m, ldc >= w], w <= nv·VL; read only with CELLS_PANEL_ADD
  * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows
  * CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load slots to spare). The ku sets
  * change the order of the sum (not its error bound). */
 CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv, const int ku,
-                                       ptrdiff_t K, const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
-                                       const REAL *CELLS_RESTRICT Pv, int flags,
-                                       REAL *CELLS_RESTRICT C, ptrdiff_t ldc, ptrdiff_t w) {
+                                       const int tn, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
+                                       ptrdiff_t lda, const REAL *CELLS_RESTRICT Pv,
+                                       ptrdiff_t ldp, int flags, REAL *CELLS_RESTRICT C,
+                                       ptrdiff_t ldc, ptrdiff_t w) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
     const int pf = m >= 4 && (flags & CELLS_PANEL_PREFETCH);
+    const ptrdiff_t pk = tn ? ldp : NR;   /* from one row of Pv to the next */
+    const ptrdiff_t ak = tn ? lda : 1;    /* from A's element (r, k) to (r, k + 1) */
+    const ptrdiff_t ar = tn ? 1 : lda;    /* ... to (r + 1, k) */
     FN(panel_vec) acc[CELLS_PANEL_KU_MAX][CELLS_PANEL_MR_MAX][CELLS_PANEL_NV];
     CELLS_PANEL_UNROLL
     for (int u = 0; u < ku; ++u)
@@ -223,11 +230,14 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
     for (; k + ku <= K; k += ku) {
         CELLS_PANEL_UNROLL
         for (int u = 0; u < ku; ++u) {
-            const REAL *p = Pv + (k + u) * NR;
-            if (pf)
+            const REAL *p = Pv + (k + u) * pk;
+            if (pf) {
                 CELLS_PANEL_UNROLL
                 for (int v = 0; v < nv; ++v)
-                    CELLS_PANEL_PREFETCH_ROW(p + CELLS_PANEL_PREFETCH_ROWS * NR + v * VL);
+                    CELLS_PANEL_PREFETCH_ROW(p + CELLS_PANEL_PREFETCH_ROWS * pk + v * VL);
+                if (tn)
+                    CELLS_PANEL_PREFETCH_ROW(A + (k + u + CELLS_PANEL_PREFETCH_ROWS) * lda);
+            }
             FN(panel_vec) b[CELLS_PANEL_NV];
             CELLS_PANEL_UNROLL
             for (int v = 0; v < nv; ++v)
@@ -235,7 +245,7 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
             CELLS_PANEL_BARRIER();
             CELLS_PANEL_UNROLL
             for (int r = 0; r < m; ++r) {
-                const REAL a = A[r * lda + k + u];
+                const REAL a = A[r * ar + (k + u) * ak];
                 CELLS_PANEL_UNROLL
                 for (int v = 0; v < nv; ++v)
                     FN(panel_fma)(isa, &acc[u][r][v], a, &b[v]);
@@ -244,14 +254,14 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
         }
     }
     for (; k < K; ++k) { /* the last K % ku k's */
-        const REAL *p = Pv + k * NR;
+        const REAL *p = Pv + k * pk;
         FN(panel_vec) b[CELLS_PANEL_NV];
         CELLS_PANEL_UNROLL
         for (int v = 0; v < nv; ++v)
             FN(panel_load)(isa, &b[v], p + v * VL);
         CELLS_PANEL_UNROLL
         for (int r = 0; r < m; ++r) {
-            const REAL a = A[r * lda + k];
+            const REAL a = A[r * ar + k * ak];
             CELLS_PANEL_UNROLL
             for (int v = 0; v < nv; ++v)
                 FN(panel_fma)(isa, &acc[0][r][v], a, &b[v]);
@@ -298,17 +308,21 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
     }
 }
 
-/* One tile of m rows and nv vectors, m and nv run-time values: each (m, nv) case the blocking
- * of `isa` can produce is its own register-blocked kernel. */
+/* One tile of m rows and nv vectors, m, nv and the layout (flag CELLS_PANEL_TN) run-time
+ * values: each case the blocking of `isa` can produce is its own register-blocked kernel. */
 CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff_t K,
                                            const REAL *A, ptrdiff_t lda, const REAL *Pv,
-                                           int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
+                                           ptrdiff_t ldp, int flags, REAL *C, ptrdiff_t ldc,
+                                           ptrdiff_t w) {
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
 #define CELLS_PANEL_CASE_NV(c, v)                                                            \
     case v:                                                                                  \
-        if (v <= nvt)                                                                        \
-            FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), K, A, lda, Pv, flags, C, ldc, \
-                           w);                                                               \
+        if (v <= nvt && (flags & CELLS_PANEL_TN))                                            \
+            FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 1, K, A, lda, Pv, ldp, flags, \
+                           C, ldc, w);                                                       \
+        else if (v <= nvt)                                                                   \
+            FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 0, K, A, lda, Pv, ldp, flags, \
+                           C, ldc, w);                                                       \
         break;
 #define CELLS_PANEL_CASE(c)                                                                  \
     case c:                                                                                  \
@@ -338,27 +352,27 @@ CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff
 /* The kernels of each blocking this build has (see CELLS_PANEL_KERNELS_<isa> in panel.h): a
  * tile of m rows and nv vectors, each (m, nv) that blocking produces being its own kernel. */
 typedef void (*FN(panel_kernels))(int m, int nv, ptrdiff_t K, const REAL *A, ptrdiff_t lda,
-                                  const REAL *Pv, int flags, REAL *C, ptrdiff_t ldc,
-                                  ptrdiff_t w);
+                                  const REAL *Pv, ptrdiff_t ldp, int flags, REAL *C,
+                                  ptrdiff_t ldc, ptrdiff_t w);
 #ifdef CELLS_PANEL_KERNELS_4
 CELLS_PANEL_KERNELS_4 FN(panel_kernels_4)(int m, int nv, ptrdiff_t K, const REAL *A,
-                                          ptrdiff_t lda, const REAL *Pv, int flags, REAL *C,
-                                          ptrdiff_t ldc, ptrdiff_t w) {
-    FN(panel_tile_any)(4, m, nv, K, A, lda, Pv, flags, C, ldc, w);
+                                          ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
+                                          int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
+    FN(panel_tile_any)(4, m, nv, K, A, lda, Pv, ldp, flags, C, ldc, w);
 }
 #endif
 #ifdef CELLS_PANEL_KERNELS_3
 CELLS_PANEL_KERNELS_3 FN(panel_kernels_3)(int m, int nv, ptrdiff_t K, const REAL *A,
-                                          ptrdiff_t lda, const REAL *Pv, int flags, REAL *C,
-                                          ptrdiff_t ldc, ptrdiff_t w) {
-    FN(panel_tile_any)(3, m, nv, K, A, lda, Pv, flags, C, ldc, w);
+                                          ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
+                                          int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
+    FN(panel_tile_any)(3, m, nv, K, A, lda, Pv, ldp, flags, C, ldc, w);
 }
 #endif
 #ifdef CELLS_PANEL_KERNELS_0
 CELLS_PANEL_KERNELS_0 FN(panel_kernels_0)(int m, int nv, ptrdiff_t K, const REAL *A,
-                                          ptrdiff_t lda, const REAL *Pv, int flags, REAL *C,
-                                          ptrdiff_t ldc, ptrdiff_t w) {
-    FN(panel_tile_any)(0, m, nv, K, A, lda, Pv, flags, C, ldc, w);
+                                          ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
+                                          int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
+    FN(panel_tile_any)(0, m, nv, K, A, lda, Pv, ldp, flags, C, ldc, w);
 }
 #endif
 
@@ -384,32 +398,43 @@ CELLS_FN int FN(panel_blocking)(int isa) {
  * of 3 rounds up to 4, the padding being zeros). Panels outer, rows inner (rows outer measured
  * slower for K >= 1024). K is not split in blocks: for K up to 2048, blocks of 192-512
  * measured no faster. */
+/* The kernels of blocking `isa` (a value FN(panel_blocking) returns). */
+CELLS_FN FN(panel_kernels) FN(panel_kernels_of)(int isa) {
+#ifdef CELLS_PANEL_KERNELS_4
+    if (isa == 4)
+        return FN(panel_kernels_4);
+#endif
+#ifdef CELLS_PANEL_KERNELS_3
+    if (isa == 3)
+        return FN(panel_kernels_3);
+#endif
+#ifdef CELLS_PANEL_KERNELS_0
+    if (isa == 0)
+        return FN(panel_kernels_0);
+#endif
+    return 0;
+}
+
+/* C[M, n] *= beta, for a beta other than 0 and 1 (never in a time loop): the products then add
+ * to C. */
+CELLS_FN void FN(panel_scale)(ptrdiff_t M, ptrdiff_t n, REAL beta, REAL *C, ptrdiff_t ldc) {
+    for (ptrdiff_t i = 0; i < M; ++i)
+        for (ptrdiff_t j = 0; j < n; ++j)
+            C[i * ldc + j] *= beta;
+}
+
 CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                              const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                              const REAL *CELLS_RESTRICT P, REAL beta,
                              REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
-    FN(panel_kernels) kernels = 0;
     isa = FN(panel_blocking)(isa);
-#ifdef CELLS_PANEL_KERNELS_4
-    if (isa == 4)
-        kernels = FN(panel_kernels_4);
-#endif
-#ifdef CELLS_PANEL_KERNELS_3
-    if (isa == 3)
-        kernels = FN(panel_kernels_3);
-#endif
-#ifdef CELLS_PANEL_KERNELS_0
-    if (isa == 0)
-        kernels = FN(panel_kernels_0);
-#endif
+    const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa);
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
     if (M <= 0 || n <= 0)
         return;
-    if (beta != 0 && beta != 1) /* C = beta·C first, then add to it (never in a time loop) */
-        for (ptrdiff_t i = 0; i < M; ++i)
-            for (ptrdiff_t j = 0; j < n; ++j)
-                C[i * ldc + j] *= beta;
+    if (beta != 0 && beta != 1)
+        FN(panel_scale)(M, n, beta, C, ldc);
     const int flags = (beta != 0 ? CELLS_PANEL_ADD : 0)
                       | ((size_t)K * (size_t)n * sizeof(REAL) >= CELLS_PANEL_PREFETCH_BYTES
                                  ? CELLS_PANEL_PREFETCH : 0);
@@ -425,7 +450,7 @@ CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
             ptrdiff_t i = 0;
             for (ptrdiff_t t = 0; t < tiles; ++t) {
                 const int m = (int)(rows + (t < taller));
-                kernels(m, nv, K, A + i * lda, lda, Pp + v0 * VL, flags,
+                kernels(m, nv, K, A + i * lda, lda, Pp + v0 * VL, NR, flags,
                         C + i * ldc + j0 + v0 * VL, ldc, w);
                 i += m;
             }
@@ -446,4 +471,83 @@ CELLS_FN void FN(gemm_panels)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                               const REAL *CELLS_RESTRICT P, REAL beta,
                               REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     FN(panel_gemm)(cells_panel_isa(), M, n, K, A, lda, P, beta, C, ldc);
+}
+
+/* gemm_tn with blocking FN(panel_blocking)(isa). C is computed in blocks of columns [j0, j0 +
+ * nc) small enough to stay in L2 (CELLS_PANEL_TN_C_BYTES), each summed over K in blocks of
+ * CELLS_PANEL_TN_ROWS rows: in a row block, every group of up to nvt whole vectors of B's
+ * columns (its rows in L1) passes over every tile of C's rows (A's columns); the tiles are as
+ * in panel_gemm. A last part vector of B's columns is copied, row block by row block, into a
+ * zero-padded strip on the stack, so that nothing is read beyond B's n columns. */
+CELLS_FN void FN(panel_gemm_tn)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
+                                const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
+                                const REAL *CELLS_RESTRICT B, ptrdiff_t ldb, REAL beta,
+                                REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
+    enum { VL = CELLS_PANEL_VBYTES / sizeof(REAL), KB = CELLS_PANEL_TN_ROWS };
+    isa = FN(panel_blocking)(isa);
+    const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa);
+    const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
+    if (M <= 0 || n <= 0)
+        return;
+    if (K <= 0) { /* C = beta·C */
+        for (ptrdiff_t i = 0; i < M; ++i)
+            for (ptrdiff_t j = 0; j < n; ++j)
+                C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+        return;
+    }
+    if (beta != 0 && beta != 1)
+        FN(panel_scale)(M, n, beta, C, ldc);
+    ptrdiff_t nc = CELLS_PANEL_TN_C_BYTES / ((ptrdiff_t)sizeof(REAL) * M) / VL * VL;
+    nc = nc < VL ? VL : nc;
+    const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
+    REAL strip[KB * VL]; /* [kb, VL]: the part vector's columns of a row block, zero-padded */
+    for (ptrdiff_t j0 = 0; j0 < n; j0 += nc) {
+        const ptrdiff_t j1 = n - j0 < nc ? n : j0 + nc;
+        const ptrdiff_t whole = j0 + (j1 - j0) / VL * VL; /* whole vectors end here */
+        for (ptrdiff_t k0 = 0; k0 < K; k0 += KB) {
+            const ptrdiff_t kb = K - k0 < KB ? K - k0 : KB;
+            const int flags = CELLS_PANEL_TN | CELLS_PANEL_PREFETCH
+                              | (k0 > 0 || beta != 0 ? CELLS_PANEL_ADD : 0);
+            const REAL *Ak = A + k0 * lda, *Bk = B + k0 * ldb;
+            for (ptrdiff_t j = j0; j < j1; ) {
+                const REAL *Pv = Bk + j;
+                ptrdiff_t ldp = ldb, w;
+                int nv;
+                if (j < whole) { /* 4, 2 or 1 whole vectors (the cases the kernels have) */
+                    const ptrdiff_t left = (whole - j) / VL;
+                    nv = left >= nvt ? nvt : left >= 2 ? 2 : 1;
+                    w = nv * VL;
+                } else { /* the part vector */
+                    w = j1 - j;
+                    for (ptrdiff_t k = 0; k < kb; ++k)
+                        for (ptrdiff_t l = 0; l < VL; ++l)
+                            strip[k * VL + l] = l < w ? Bk[k * ldb + j + l] : 0;
+                    Pv = strip;
+                    ldp = VL;
+                    nv = 1;
+                }
+                ptrdiff_t i = 0;
+                for (ptrdiff_t t = 0; t < tiles; ++t) {
+                    const int m = (int)(rows + (t < taller));
+                    kernels(m, nv, kb, Ak + i, lda, Pv, ldp, flags, C + i * ldc + j, ldc, w);
+                    i += m;
+                }
+                j += w;
+            }
+        }
+    }
+}
+
+/* C = Aᵀ·B + beta·C, both read in place: the gradient of a weight, Σ over K rows (steps ×
+ * batch rows) of inputᵀ·gradient, without the copies of A and B a BLAS gemm makes.
+ *   A: [K, lda >= M], read only in its K rows × M columns
+ *   B: [K, ldb >= n], read only in its K rows × n columns
+ *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may
+ *      hold NaN), otherwise C = Aᵀ·B + beta·C
+ * M = 0 or n = 0 does nothing; K = 0 sets C = beta·C. Single-threaded; runs the kernels
+ * gemm_panels does (cells_panel_isa). */
+CELLS_FN void FN(gemm_tn)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
+                          ptrdiff_t lda, const REAL *CELLS_RESTRICT B, ptrdiff_t ldb, REAL beta,
+                          REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
+    FN(panel_gemm_tn)(cells_panel_isa(), M, n, K, A, lda, B, ldb, beta, C, ldc);
 }

@@ -1,4 +1,5 @@
-/* Correctness test of cells/panel.h: pack_panels and gemm_panels against a naive triple loop.
+/* Correctness test of cells/panel.h: pack_panels, gemm_panels and gemm_tn against a naive
+ * triple loop.
  *
  *   gcc -O3 -fno-wrapv -fno-trapping-math -I include tests/c/test_panel.c -o test_panel -lm
  *   ./test_panel                          (tests/test_panel.py does this)
@@ -17,6 +18,9 @@
  *    called through cells_panel_gemm_*; where this build lacks one, the next lower it has) as
  *    well as through the public cells_gemm_panels_* (the one the CPU picks), with P misaligned
  *    too;
+ *  - gemm_tn (C = Aᵀ·B + beta·C, A [K, M] and B [K, n] read in place) the same way, on sizes
+ *    that cross its row blocks (K > CELLS_PANEL_TN_ROWS) and its blocks of C's columns (M·n
+ *    elements over CELLS_PANEL_TN_C_BYTES), and every part vector of B's columns;
  *  - the reference accumulates in long double; the error bound is the classical one for a dot
  *    product summed in any order, |ĉ - c| <= γ_{K+2}·(Σ|a||b| + |beta·c0|), γ_m = m·u/(1-m·u),
  *    u = eps/2 (K products and sums, plus the beta·c0 term and its sum); we allow (K+2)·eps,
@@ -46,158 +50,216 @@ static double uniform(void) { /* in [-1, 1) */
 }
 
 #define DEFINE_TEST(REAL, S, EPS)                                                              \
-    static REAL *alloc_##S(size_t n, size_t guard, REAL fill) {                                \
-        REAL *p = malloc((n + 2 * guard) * sizeof(REAL) + 1);                                  \
-        for (size_t i = 0; i < n + 2 * guard; ++i) p[i] = fill;                                \
-        return p + guard;                                                                      \
+static REAL *alloc_##S(size_t n, size_t guard, REAL fill) {                                    \
+    REAL *p = malloc((n + 2 * guard) * sizeof(REAL) + 1);                                      \
+    for (size_t i = 0; i < n + 2 * guard; ++i) p[i] = fill;                                    \
+    return p + guard;                                                                          \
+}                                                                                              \
+                                                                                               \
+/* C [M, ldc] (lenC elements, GUARD sentinels each side) against ref and its error bound mag   \
+ * ([M, n]); C0: C before the product. `what` and isa name the call in a failure. */           \
+static void check_##S(const char *what, int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,        \
+                      REAL beta, const REAL *C, const REAL *C0, ptrdiff_t ldc, size_t lenC,    \
+                      const long double *ref, const long double *mag) {                        \
+    for (ptrdiff_t i = 0; i < M; ++i)                                                          \
+        for (ptrdiff_t j = 0; j < ldc && i * ldc + j < (ptrdiff_t)lenC; ++j) {                 \
+            const REAL got = C[i * ldc + j];                                                   \
+            ++checks;                                                                          \
+            if (j >= n) {                                                                      \
+                if (got != (REAL)SENTINEL && ++failures < 20)                                  \
+                    printf("FAIL %s %s isa=%d wrote C gap M=%td n=%td K=%td\n", #REAL, what,   \
+                           isa, M, n, K);                                                      \
+                continue;                                                                      \
+            }                                                                                  \
+            const long double err = fabsl((long double)got - ref[i * n + j]);                  \
+            const long double tol = (long double)(K + 2) * EPS * mag[i * n + j]                \
+                                    + 2 * EPS * fabsl(ref[i * n + j]);                         \
+            if (!(err <= tol)) { /* also catches NaN */                                        \
+                if (++failures < 20)                                                           \
+                    printf("FAIL %s %s isa=%d M=%td n=%td K=%td beta=%g C[%td,%td] = %.9g, "   \
+                           "want %.9Lg (err %.3Lg > tol %.3Lg)\n", #REAL, what, isa, M, n, K,  \
+                           (double)beta, i, j, (double)got, ref[i * n + j], err, tol);         \
+            }                                                                                  \
+            if (K == 0 && got != (beta != 0 ? beta * C0[i * ldc + j] : 0) && ++failures < 20)  \
+                printf("FAIL %s %s K=0 not beta*C\n", #REAL, what);                            \
+        }                                                                                      \
+    for (ptrdiff_t g = 1; g <= GUARD; ++g)                                                     \
+        if (C[-g] != (REAL)SENTINEL || C[lenC + g - 1] != (REAL)SENTINEL) {                    \
+            ++failures;                                                                        \
+            printf("FAIL %s %s isa=%d wrote outside C (M=%td n=%td K=%td)\n", #REAL, what, isa, \
+                   M, n, K);                                                                   \
+            break;                                                                             \
+        }                                                                                      \
+}                                                                                              \
+                                                                                               \
+/* C0 [M, ldc]: random where the product writes (NaN for beta = 0: it must not be read), the   \
+ * sentinel in the gaps. */                                                                    \
+static REAL *make_c0_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t ldc, size_t lenC, REAL beta) {    \
+    REAL *C0 = malloc((lenC + 1) * sizeof(REAL));                                              \
+    for (size_t i = 0; i < lenC; ++i) C0[i] = (REAL)SENTINEL;                                  \
+    for (ptrdiff_t i = 0; i < M; ++i)                                                          \
+        for (ptrdiff_t j = 0; j < n; ++j)                                                      \
+            C0[i * ldc + j] = beta != 0 ? (REAL)uniform() : (REAL)NAN;                         \
+    return C0;                                                                                 \
+}                                                                                              \
+                                                                                               \
+/* One case of gemm_panels. misalign shifts P by one element. */                               \
+static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta,              \
+                    int misalign) {                                                            \
+    const ptrdiff_t NR = cells_panel_width_##S();                                              \
+    const ptrdiff_t lda = K + 3, ldc = n + 5;                                                  \
+    const ptrdiff_t ldb = transB ? K + 2 : n + 2;                                              \
+    const ptrdiff_t brows = transB ? n : K;                                                    \
+    /* exact extents: the last row need not be padded */                                       \
+    const size_t lenA = M ? (size_t)((M - 1) * lda + K) : 0;                                   \
+    const size_t lenB = brows ? (size_t)((brows - 1) * ldb + (transB ? K : n)) : 0;            \
+    const size_t lenC = M ? (size_t)((M - 1) * ldc + n) : 0;                                   \
+    const char *what = transB ? "gemm_panels transB=1" : "gemm_panels transB=0";               \
+    REAL *A = alloc_##S(lenA, GUARD, (REAL)NAN), *B = alloc_##S(lenB, GUARD, (REAL)NAN);       \
+    for (ptrdiff_t i = 0; i < M; ++i)                                                          \
+        for (ptrdiff_t k = 0; k < K; ++k) A[i * lda + k] = (REAL)uniform();                    \
+    for (ptrdiff_t r = 0; r < brows; ++r)                                                      \
+        for (ptrdiff_t c = 0; c < (transB ? K : n); ++c) B[r * ldb + c] = (REAL)uniform();     \
+    REAL *C0 = make_c0_##S(M, n, ldc, lenC, beta);                                             \
+                                                                                               \
+    /* pack, and check the layout */                                                           \
+    const size_t lenP = cells_panel_len_##S(K, n);                                             \
+    if (lenP != (size_t)(K * ((n + NR - 1) / NR * NR))) {                                      \
+        ++failures;                                                                            \
+        printf("FAIL panel_len(%td, %td) = %zu\n", K, n, lenP);                                \
+    }                                                                                          \
+    REAL *Pbuf = alloc_##S(lenP + (size_t)misalign, GUARD, (REAL)SENTINEL);                    \
+    REAL *P = Pbuf + misalign;                                                                 \
+    cells_pack_panels_##S(K, n, B, ldb, transB, P);                                            \
+    for (ptrdiff_t p = 0; p * NR < n; ++p)                                                     \
+        for (ptrdiff_t k = 0; k < K; ++k)                                                      \
+            for (ptrdiff_t j = 0; j < NR; ++j) {                                               \
+                const ptrdiff_t col = p * NR + j;                                              \
+                const REAL want = col >= n ? 0 : transB ? B[col * ldb + k] : B[k * ldb + col]; \
+                ++checks;                                                                      \
+                if (!(P[p * K * NR + k * NR + j] == want)) {                                   \
+                    if (++failures < 20)                                                       \
+                        printf("FAIL %s pack K=%td n=%td transB=%d P[%td][%td][%td]\n", #REAL, \
+                               K, n, transB, p, k, j);                                         \
+                }                                                                              \
+            }                                                                                  \
+    for (ptrdiff_t g = 1; g <= GUARD; ++g)                                                     \
+        if (P[-g - misalign] != (REAL)SENTINEL || P[lenP + g - 1] != (REAL)SENTINEL) {         \
+            ++failures;                                                                        \
+            printf("FAIL %s pack wrote outside P (K=%td n=%td)\n", #REAL, K, n);               \
+            break;                                                                             \
+        }                                                                                      \
+                                                                                               \
+    /* reference */                                                                            \
+    long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
+    long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
+    for (ptrdiff_t i = 0; i < M; ++i)                                                          \
+        for (ptrdiff_t j = 0; j < n; ++j) {                                                    \
+            long double s = 0, m = 0;                                                          \
+            for (ptrdiff_t k = 0; k < K; ++k) {                                                \
+                const long double b = transB ? B[j * ldb + k] : B[k * ldb + j];                \
+                s += (long double)A[i * lda + k] * b;                                          \
+                m += fabsl((long double)A[i * lda + k] * b);                                   \
+            }                                                                                  \
+            if (beta != 0) {                                                                   \
+                s += (long double)beta * C0[i * ldc + j];                                      \
+                m += fabsl((long double)beta * C0[i * ldc + j]);                               \
+            }                                                                                  \
+            ref[i * n + j] = s;                                                                \
+            mag[i * n + j] = m;                                                                \
+        }                                                                                      \
+                                                                                               \
+    /* every blocking: 4, 3, 0 through panel_gemm, then the public entry (-1) */               \
+    static const int isas[] = {4, 3, 0, -1};                                                   \
+    for (int t = 0; t < 4; ++t) {                                                              \
+        if (isas[t] > cells_panel_isa()) /* kernels this CPU cannot run */                     \
+            continue;                                                                          \
+        REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
+        for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
+        if (isas[t] >= 0)                                                                      \
+            cells_panel_gemm_##S(isas[t], M, n, K, A, lda, P, beta, C, ldc);                   \
+        else                                                                                   \
+            cells_gemm_panels_##S(M, n, K, A, lda, P, beta, C, ldc);                           \
+        check_##S(what, isas[t], M, n, K, beta, C, C0, ldc, lenC, ref, mag);                   \
+        free(C - GUARD);                                                                       \
     }                                                                                          \
                                                                                                \
-    /* One case: returns the number of failed checks. misalign shifts P by one element. */     \
-    static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta,          \
-                        int misalign) {                                                        \
-        const ptrdiff_t NR = cells_panel_width_##S();                                          \
-        const ptrdiff_t lda = K + 3, ldc = n + 5;                                              \
-        const ptrdiff_t ldb = transB ? K + 2 : n + 2;                                          \
-        const ptrdiff_t brows = transB ? n : K;                                                \
-        /* exact extents: the last row need not be padded */                                   \
-        const size_t lenA = M ? (size_t)((M - 1) * lda + K) : 0;                               \
-        const size_t lenB = brows ? (size_t)((brows - 1) * ldb + (transB ? K : n)) : 0;        \
-        const size_t lenC = M ? (size_t)((M - 1) * ldc + n) : 0;                               \
-        REAL *A = alloc_##S(lenA, GUARD, (REAL)NAN), *B = alloc_##S(lenB, GUARD, (REAL)NAN);   \
-        REAL *C0 = malloc((lenC + 1) * sizeof(REAL));                                          \
-        for (ptrdiff_t i = 0; i < M; ++i)                                                      \
-            for (ptrdiff_t k = 0; k < K; ++k) A[i * lda + k] = (REAL)uniform();                \
-        for (ptrdiff_t r = 0; r < brows; ++r)                                                  \
-            for (ptrdiff_t c = 0; c < (transB ? K : n); ++c) B[r * ldb + c] = (REAL)uniform(); \
-        for (size_t i = 0; i < lenC; ++i) C0[i] = (REAL)SENTINEL;                              \
-        for (ptrdiff_t i = 0; i < M; ++i)                                                      \
-            for (ptrdiff_t j = 0; j < n; ++j)                                                  \
-                C0[i * ldc + j] = beta != 0 ? (REAL)uniform() : (REAL)NAN;                     \
-                                                                                               \
-        /* pack, and check the layout */                                                       \
-        const size_t lenP = cells_panel_len_##S(K, n);                                         \
-        if (lenP != (size_t)(K * ((n + NR - 1) / NR * NR))) {                                  \
-            ++failures;                                                                        \
-            printf("FAIL panel_len(%td, %td) = %zu\n", K, n, lenP);                            \
-        }                                                                                      \
-        REAL *Pbuf = alloc_##S(lenP + (size_t)misalign, GUARD, (REAL)SENTINEL);                \
-        REAL *P = Pbuf + misalign;                                                             \
-        cells_pack_panels_##S(K, n, B, ldb, transB, P);                                        \
-        for (ptrdiff_t p = 0; p * NR < n; ++p)                                                 \
-            for (ptrdiff_t k = 0; k < K; ++k)                                                  \
-                for (ptrdiff_t j = 0; j < NR; ++j) {                                           \
-                    const ptrdiff_t col = p * NR + j;                                          \
-                    const REAL want = col >= n ? 0                                             \
-                                      : transB ? B[col * ldb + k] : B[k * ldb + col];          \
-                    ++checks;                                                                  \
-                    if (!(P[p * K * NR + k * NR + j] == want)) {                               \
-                        if (++failures < 20)                                                   \
-                            printf("FAIL %s pack K=%td n=%td transB=%d P[%td][%td][%td]\n",    \
-                                   #REAL, K, n, transB, p, k, j);                              \
-                    }                                                                          \
-                }                                                                              \
-        for (ptrdiff_t g = 1; g <= GUARD; ++g)                                                 \
-            if (P[-g - misalign] != (REAL)SENTINEL || P[lenP + g - 1] != (REAL)SENTINEL) {     \
-                ++failures;                                                                    \
-                printf("FAIL %s pack wrote outside P (K=%td n=%td)\n", #REAL, K, n);           \
-                break;                                                                         \
-            }                                                                                  \
-                                                                                               \
-        /* reference */                                                                        \
-        long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                  \
-        long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                  \
+    /* the panels from the second on, through offset pointers (how threads share P) */         \
+    if (n > NR && M > 0) {                                                                     \
+        REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
+        for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
+        cells_gemm_panels_##S(M, n - NR, K, A, lda, P + K * NR, beta, C + NR, ldc);            \
         for (ptrdiff_t i = 0; i < M; ++i)                                                      \
             for (ptrdiff_t j = 0; j < n; ++j) {                                                \
-                long double s = 0, m = 0;                                                      \
-                for (ptrdiff_t k = 0; k < K; ++k) {                                            \
-                    const long double b = transB ? B[j * ldb + k] : B[k * ldb + j];            \
-                    s += (long double)A[i * lda + k] * b;                                      \
-                    m += fabsl((long double)A[i * lda + k] * b);                               \
-                }                                                                              \
-                if (beta != 0) {                                                               \
-                    s += (long double)beta * C0[i * ldc + j];                                  \
-                    m += fabsl((long double)beta * C0[i * ldc + j]);                           \
-                }                                                                              \
-                ref[i * n + j] = s;                                                            \
-                mag[i * n + j] = m;                                                            \
+                const REAL got = C[i * ldc + j];                                               \
+                const int ok = j < NR ? (isnan(C0[i * ldc + j]) ? isnan(got)                   \
+                                                                : got == C0[i * ldc + j])      \
+                                      : fabsl((long double)got - ref[i * n + j])               \
+                                            <= (long double)(K + 2) * EPS * mag[i * n + j]     \
+                                                   + 2 * EPS * fabsl(ref[i * n + j]);          \
+                ++checks;                                                                      \
+                if (!ok && ++failures < 20)                                                    \
+                    printf("FAIL %s panel offset M=%td n=%td K=%td C[%td,%td]\n", #REAL, M, n, \
+                           K, i, j);                                                           \
             }                                                                                  \
+        free(C - GUARD);                                                                       \
+    }                                                                                          \
+    free(ref);                                                                                 \
+    free(mag);                                                                                 \
+    free(C0);                                                                                  \
+    free(Pbuf - GUARD);                                                                        \
+    free(A - GUARD);                                                                           \
+    free(B - GUARD);                                                                           \
+}                                                                                              \
                                                                                                \
-        /* every blocking: 4, 3, 0 through panel_gemm, then the public entry (-1) */           \
-        static const int isas[] = {4, 3, 0, -1};                                               \
-        for (int t = 0; t < 4; ++t) {                                                          \
-            if (isas[t] > cells_panel_isa()) /* kernels this CPU cannot run */                 \
-                continue;                                                                      \
-            REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                  \
-            for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                    \
-            if (isas[t] == 4)                                                                  \
-                cells_panel_gemm_##S(4, M, n, K, A, lda, P, beta, C, ldc);                     \
-            else if (isas[t] == 3)                                                             \
-                cells_panel_gemm_##S(3, M, n, K, A, lda, P, beta, C, ldc);                     \
-            else if (isas[t] == 0)                                                             \
-                cells_panel_gemm_##S(0, M, n, K, A, lda, P, beta, C, ldc);                     \
-            else                                                                               \
-                cells_gemm_panels_##S(M, n, K, A, lda, P, beta, C, ldc);                       \
-            for (ptrdiff_t i = 0; i < M; ++i)                                                  \
-                for (ptrdiff_t j = 0; j < ldc && i * ldc + j < (ptrdiff_t)lenC; ++j) {         \
-                    const REAL got = C[i * ldc + j];                                           \
-                    ++checks;                                                                  \
-                    if (j >= n) {                                                              \
-                        if (got != (REAL)SENTINEL && ++failures < 20)                          \
-                            printf("FAIL %s isa=%d wrote C gap M=%td n=%td K=%td\n", #REAL,     \
-                                   isas[t], M, n, K);                                          \
-                        continue;                                                              \
-                    }                                                                          \
-                    const long double err = fabsl((long double)got - ref[i * n + j]);          \
-                    const long double tol = (long double)(K + 2) * EPS * mag[i * n + j]        \
-                                            + 2 * EPS * fabsl(ref[i * n + j]);                 \
-                    if (!(err <= tol)) { /* also catches NaN */                                \
-                        if (++failures < 20)                                                   \
-                            printf("FAIL %s isa=%d M=%td n=%td K=%td transB=%d beta=%g "       \
-                                   "C[%td,%td] = %.9g, want %.9Lg (err %.3Lg > tol %.3Lg)\n",  \
-                                   #REAL, isas[t], M, n, K, transB, (double)beta, i, j,        \
-                                   (double)got, ref[i * n + j], err, tol);                     \
-                    }                                                                          \
-                    if (K == 0 && got != (beta != 0 ? beta * C0[i * ldc + j] : 0)              \
-                        && ++failures < 20)                                                    \
-                        printf("FAIL %s K=0 not beta*C\n", #REAL);                             \
-                }                                                                              \
-            for (ptrdiff_t g = 1; g <= GUARD; ++g)                                             \
-                if (C[-g] != (REAL)SENTINEL || C[lenC + g - 1] != (REAL)SENTINEL) {            \
-                    ++failures;                                                                \
-                    printf("FAIL %s isa=%d wrote outside C (M=%td n=%td K=%td)\n", #REAL,       \
-                           isas[t], M, n, K);                                                  \
-                    break;                                                                     \
-                }                                                                              \
-            free(C - GUARD);                                                                   \
+/* One case of gemm_tn: C = Aᵀ·B + beta·C, A [K, lda], B [K, ldb], NaN in their gaps. */       \
+static void run_tn_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, REAL beta) {                     \
+    const ptrdiff_t lda = M + 3, ldb = n + 2, ldc = n + 5;                                     \
+    const size_t lenA = K ? (size_t)((K - 1) * lda + M) : 0;                                   \
+    const size_t lenB = K ? (size_t)((K - 1) * ldb + n) : 0;                                   \
+    const size_t lenC = M ? (size_t)((M - 1) * ldc + n) : 0;                                   \
+    REAL *A = alloc_##S(lenA, GUARD, (REAL)NAN), *B = alloc_##S(lenB, GUARD, (REAL)NAN);       \
+    for (ptrdiff_t k = 0; k < K; ++k) {                                                        \
+        for (ptrdiff_t i = 0; i < M; ++i) A[k * lda + i] = (REAL)uniform();                    \
+        for (ptrdiff_t j = 0; j < n; ++j) B[k * ldb + j] = (REAL)uniform();                    \
+    }                                                                                          \
+    REAL *C0 = make_c0_##S(M, n, ldc, lenC, beta);                                             \
+    long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
+    long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
+    for (ptrdiff_t i = 0; i < M; ++i)                                                          \
+        for (ptrdiff_t j = 0; j < n; ++j) {                                                    \
+            long double s = 0, m = 0;                                                          \
+            for (ptrdiff_t k = 0; k < K; ++k) {                                                \
+                const long double ab = (long double)A[k * lda + i] * B[k * ldb + j];           \
+                s += ab;                                                                       \
+                m += fabsl(ab);                                                                \
+            }                                                                                  \
+            if (beta != 0) {                                                                   \
+                s += (long double)beta * C0[i * ldc + j];                                      \
+                m += fabsl((long double)beta * C0[i * ldc + j]);                               \
+            }                                                                                  \
+            ref[i * n + j] = s;                                                                \
+            mag[i * n + j] = m;                                                                \
         }                                                                                      \
-                                                                                               \
-        /* the panels from the second on, through offset pointers (how threads share P) */     \
-        if (n > NR && M > 0) {                                                                 \
-            REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                  \
-            for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                    \
-            cells_gemm_panels_##S(M, n - NR, K, A, lda, P + K * NR, beta, C + NR, ldc);        \
-            for (ptrdiff_t i = 0; i < M; ++i)                                                  \
-                for (ptrdiff_t j = 0; j < n; ++j) {                                            \
-                    const REAL got = C[i * ldc + j];                                           \
-                    const int ok = j < NR ? (isnan(C0[i * ldc + j]) ? isnan(got)               \
-                                                                    : got == C0[i * ldc + j])  \
-                                          : fabsl((long double)got - ref[i * n + j])           \
-                                                <= (long double)(K + 2) * EPS * mag[i * n + j] \
-                                                       + 2 * EPS * fabsl(ref[i * n + j]);      \
-                    ++checks;                                                                  \
-                    if (!ok && ++failures < 20)                                                \
-                        printf("FAIL %s panel offset M=%td n=%td K=%td C[%td,%td]\n", #REAL,   \
-                               M, n, K, i, j);                                                 \
-                }                                                                              \
-            free(C - GUARD);                                                                   \
-        }                                                                                      \
-        free(ref);                                                                             \
-        free(mag);                                                                             \
-        free(C0);                                                                              \
-        free(Pbuf - GUARD);                                                                    \
-        free(A - GUARD);                                                                       \
-        free(B - GUARD);                                                                       \
-    }
+    static const int isas[] = {4, 3, 0, -1};                                                   \
+    for (int t = 0; t < 4; ++t) {                                                              \
+        if (isas[t] > cells_panel_isa())                                                       \
+            continue;                                                                          \
+        REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
+        for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
+        if (isas[t] >= 0)                                                                      \
+            cells_panel_gemm_tn_##S(isas[t], M, n, K, A, lda, B, ldb, beta, C, ldc);           \
+        else                                                                                   \
+            cells_gemm_tn_##S(M, n, K, A, lda, B, ldb, beta, C, ldc);                          \
+        check_##S("gemm_tn", isas[t], M, n, K, beta, C, C0, ldc, lenC, ref, mag);              \
+        free(C - GUARD);                                                                       \
+    }                                                                                          \
+    free(ref);                                                                                 \
+    free(mag);                                                                                 \
+    free(C0);                                                                                  \
+    free(A - GUARD);                                                                           \
+    free(B - GUARD);                                                                           \
+}
 
 DEFINE_TEST(float, f, (long double)FLT_EPSILON)
 DEFINE_TEST(double, d, (long double)DBL_EPSILON)
@@ -232,6 +294,34 @@ int main(void) {
                                 run_d(M, ns[in], Ks[ik], transB, beta, misalign);
                             ++cases;
                         }
+        /* gemm_tn: K across row blocks too; M·n across blocks of C's columns at the end */
+        const ptrdiff_t Ktn[] = {0, 1, 7, CELLS_PANEL_TN_ROWS + 1, 2 * CELLS_PANEL_TN_ROWS + 45};
+        for (size_t ik = 0; ik < sizeof Ktn / sizeof *Ktn; ++ik)
+            for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
+                for (ptrdiff_t M = 0; M <= Mmax; M += 1 + (ik > 2))
+                    for (int b = 0; b < 3; ++b) {
+                        const double beta = b == 2 ? -0.5 : b;
+                        if (b == 2 && (M + in + ik) % 3 != 0)
+                            continue;
+                        if (type == 0)
+                            run_tn_f(M, ns[in], Ktn[ik], (float)beta);
+                        else
+                            run_tn_d(M, ns[in], Ktn[ik], beta);
+                        ++cases;
+                    }
+        const ptrdiff_t Mbig = CELLS_PANEL_TN_C_BYTES / (ptrdiff_t)(type ? 8 : 4) / (2 * VL) + 5;
+        for (int b = 0; b < 2; ++b) {
+            /* Mbig rows: C's blocks are VL columns wide (4 of them and a part vector of 3);
+             * Mbig / 4: 7 vectors wide (a block and one of 2 vectors and a part vector) */
+            if (type == 0) {
+                run_tn_f(Mbig, 4 * VL + 3, CELLS_PANEL_TN_ROWS + 9, (float)b);
+                run_tn_f(Mbig / 4, 2 * NR + VL + 3, 40, (float)b);
+            } else {
+                run_tn_d(Mbig, 4 * VL + 3, CELLS_PANEL_TN_ROWS + 9, b);
+                run_tn_d(Mbig / 4, 2 * NR + VL + 3, 40, b);
+            }
+            cases += 2;
+        }
     }
     /* panel_aligned: the first 64-byte boundary, within the documented padding */
     static float fbuf[64 + CELLS_PANEL_ALIGN];
