@@ -49,20 +49,6 @@ cdef inline void add_units(Py_ssize_t n, const real *src, real *dst) noexcept no
         dst[j] += src[j]
 
 
-cdef inline void add_gate_bias(Py_ssize_t rows, Py_ssize_t nOut, Py_ssize_t ngates,
-                               Py_ssize_t j0, Py_ssize_t j1,
-                               const real *b,  # [ngates·nOut]
-                               real *A,        # [rows, ngates·nOut]
-                               ) noexcept nogil:
-    """A[i, k·nOut + j] += b[k·nOut + j] for every row i, gate block k and unit j in [j0, j1):
-    the bias of one thread's columns of an input projection."""
-    cdef Py_ssize_t G = ngates * nOut, i, k, j
-    for i in range(rows):
-        for k in range(ngates):
-            for j in range(k * nOut + j0, k * nOut + j1):
-                A[i * G + j] += b[j]
-
-
 cdef inline void weight_grad(bint transposed, Py_ssize_t m, Py_ssize_t n, Py_ssize_t rows,
                              const real *A,   # [rows, lda] (m columns used)
                              Py_ssize_t lda,

@@ -19,11 +19,11 @@ cdef extern from "cells/panel.h" nogil:
     void cells_pack_panels_d(Py_ssize_t K, Py_ssize_t n, const double *B, Py_ssize_t ldb,
                              int transB, double *P)
     void cells_gemm_panels_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
-                             Py_ssize_t lda, const float *P, float beta, float *C,
-                             Py_ssize_t ldc)
+                             Py_ssize_t lda, const float *P, const float *bias, float beta,
+                             float *C, Py_ssize_t ldc)
     void cells_gemm_panels_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
-                             Py_ssize_t lda, const double *P, double beta, double *C,
-                             Py_ssize_t ldc)
+                             Py_ssize_t lda, const double *P, const double *bias, double beta,
+                             double *C, Py_ssize_t ldc)
     void cells_gemm_tn_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
                          Py_ssize_t lda, const float *B, Py_ssize_t ldb, float beta, float *C,
                          Py_ssize_t ldc)
@@ -76,33 +76,43 @@ cdef inline PackedWeights pack_weights(const real *B, Py_ssize_t step, Py_ssize_
 
 
 cdef inline void gemm_packed(Py_ssize_t M, const real *A, Py_ssize_t lda, PackedWeights w,
-                             Py_ssize_t k, real beta, real *C, Py_ssize_t ldc) noexcept nogil:
-    """C[M, n] = A[M, K]·op(B_k) + beta·C (beta 0: C is only written), block k of w."""
+                             Py_ssize_t k, real beta, real *C, Py_ssize_t ldc,
+                             const real *bias=NULL) noexcept nogil:
+    """C[M, n] = A[M, K]·op(B_k) (+ bias [n], to every row) + beta·C (beta 0: C is only
+    written), block k of w."""
+    cdef Py_ssize_t i, j
     if w.P == NULL:
         gemm(AS_IS, w.transB, M, w.n, w.K, 1, A, lda, <const real *>w.B + k * w.step, w.ldb,
              beta, C, ldc)
+        if bias != NULL:
+            for i in range(M):
+                for j in range(w.n):
+                    C[i * ldc + j] += bias[j]
     elif real is float:
-        cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * w.length, beta, C,
-                            ldc)
+        cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * w.length, bias, beta,
+                            C, ldc)
     else:
-        cells_gemm_panels_d(M, w.n, w.K, A, lda, <const double *>w.P + k * w.length, beta, C,
-                            ldc)
+        cells_gemm_panels_d(M, w.n, w.K, A, lda, <const double *>w.P + k * w.length, bias,
+                            beta, C, ldc)
 
 
 cdef inline void project(Py_ssize_t rows,
                          const real *A,      # [rows, lda]
                          Py_ssize_t lda, PackedWeights w,
+                         const real *bias,   # [blocks·step] or NULL: block k's from k·step
                          real *C,            # [rows, ldc]: block k's n columns from k·step
                          Py_ssize_t ldc, Py_ssize_t step) noexcept nogil:
-    """C[:, k·step : k·step + n] = A·op(B_k) for every block k of w: an input projection of
-    many steps at once. It runs PROJECT_ROWS rows at a time through every block, so that those
-    rows of A stay in cache while the blocks' panels pass over them."""
+    """C[:, k·step : k·step + n] = A·op(B_k) (+ bias[k·step : k·step + n]) for every block k
+    of w: an input projection of many steps at once. It runs PROJECT_ROWS rows at a time
+    through every block, so that those rows of A stay in cache while the blocks' panels pass
+    over them."""
     cdef Py_ssize_t chunk, i0, k, m
     for chunk in range((rows + PROJECT_ROWS - 1) // PROJECT_ROWS):
         i0 = chunk * PROJECT_ROWS
         m = min(PROJECT_ROWS, rows - i0)
         for k in range(w.blocks):
-            gemm_packed(m, A + i0 * lda, lda, w, k, OVERWRITE, C + i0 * ldc + k * step, ldc)
+            gemm_packed(m, A + i0 * lda, lda, w, k, OVERWRITE, C + i0 * ldc + k * step, ldc,
+                        bias + k * step if bias != NULL else NULL)
 
 
 cdef inline void free_packed(PackedWeights *w) noexcept nogil:

@@ -45,8 +45,8 @@ from cells._families cimport (
 )
 from cells._loop cimport Loop
 from cells._loops cimport (
-    add_gate_bias, add_units, copy_units, prev_state_product, row_len, step_time, sum_rows,
-    weight_grad, zero_units,
+    add_units, copy_units, prev_state_product, row_len, step_time, sum_rows, weight_grad,
+    zero_units,
 )
 from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_barrier, cells_part, cells_run_parts,
@@ -117,21 +117,19 @@ cdef inline real *offset(const real *a, Py_ssize_t k) noexcept nogil:
 # Forward
 # ---------------------------------------------------------------------------------------------
 
-cdef inline void project_chunk(const Loop *L, Py_ssize_t ngates, PackedWeights wx,
-                               const real *x, const real *b, Py_ssize_t tau0, Py_ssize_t steps,
-                               Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t j0, Py_ssize_t j1,
-                               real *chunk) noexcept nogil:
+cdef inline void project_chunk(const Loop *L, PackedWeights wx, const real *x, const real *b,
+                               Py_ssize_t tau0, Py_ssize_t steps, Py_ssize_t r0, Py_ssize_t r1,
+                               Py_ssize_t j0, real *chunk) noexcept nogil:
     """gx = x·op(Wx) + b at the time indices [tau0, tau0 + steps), rows [r0, r1), the columns
-    of the units [j0, j1) of each of the ngates gate blocks; chunk [steps, bS, G] (gx from time
-    index tau0). Whole steps are one product over all of them."""
-    cdef Py_ssize_t bS = L.bS, G = L.G, rows = r1 - r0, k, at
+    j0 + [0, wx.n) of each gate block (a thread's units); chunk [steps, bS, G] (gx from time
+    index tau0). Whole steps are one product over all of them; the bias is added as the
+    products are stored."""
+    cdef Py_ssize_t bS = L.bS, G = L.G, rows = r1 - r0, k
     if rows == bS:
         rows, steps = steps * bS, 1
     for k in range(steps):
-        at = (k * bS + r0) * G
-        project(rows, x + ((tau0 + k) * bS + r0) * L.nIn, L.nIn, wx, chunk + at + j0, G, L.nOut)
-        if b != NULL:
-            add_gate_bias(rows, L.nOut, ngates, j0, j1, b, chunk + at)
+        project(rows, x + ((tau0 + k) * bS + r0) * L.nIn, L.nIn, wx, offset(b, j0),
+                chunk + (k * bS + r0) * G + j0, G, L.nOut)
 
 
 cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
@@ -206,8 +204,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
             t1 = min(sL, t + L.chunk_steps)
             tau0 = t if L.forward else sL - t1
             first = 0 if L.gx_steps == sL else tau0
-            project_chunk(L, fam.gates, wx, x, b, tau0, t1 - t, r0, r1, j0, j1,
-                          gx + (tau0 - first) * bS * G)
+            project_chunk(L, wx, x, b, tau0, t1 - t, r0, r1, j0, gx + (tau0 - first) * bS * G)
         hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
         ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
         hnxt = hs + ((t + 1) % 2) * bS * nState
@@ -450,7 +447,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         i0 = part_start(nIn, me.part, me.nparts, 16)
         i1 = part_start(nIn, me.part + 1, me.nparts, 16)
         wxT = pack_gate_rows(L, Wx, 0, fam.gates, i0, i1 - i0)
-        project(SB, gates, G, wxT, dLdx + i0, nIn, 0)
+        project(SB, gates, G, wxT, NULL, dLdx + i0, nIn, 0)
         free_packed(&wxT)
     # The weight and bias gradients, each one product over all steps for this thread's
     # part [c0, c1) of the G gate columns. ds, free now, holds each thread's rows of

@@ -42,10 +42,12 @@
  * CELLS_PANEL_PREFETCH_ROWS rows ahead, for a packed matrix of CELLS_PANEL_PREFETCH_BYTES or
  * more. Measured: 3-25% faster where the panels came from L3 (1-2 MB), 5-15% slower at 128 KB
  * (L2), neutral at 512 KB. (The hardware prefetchers stop at each 4 KB page: 16 panel rows of
- * floats.) CELLS_PANEL_TN: the layout of gemm_tn (C = Aᵀ·B, both read in place). */
+ * floats.) CELLS_PANEL_TN: the layout of gemm_tn (C = Aᵀ·B, both read in place).
+ * CELLS_PANEL_BIAS: add a bias row to the product as it is stored. */
 #define CELLS_PANEL_ADD 1
 #define CELLS_PANEL_PREFETCH 2
 #define CELLS_PANEL_TN 4
+#define CELLS_PANEL_BIAS 8
 
 /* gemm_tn's blocking (C = Aᵀ·B, A [K, M] and B [K, n] read in place): K in blocks of
  * CELLS_PANEL_TN_ROWS rows, whose vectors of B stay in L1 while they pass over every row of C

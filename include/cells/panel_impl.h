@@ -1,4 +1,4 @@
-/* Packed-panel gemm: C[M, n] = A[M, K]·op(B) + beta·C for a B used many times.
+/* Packed-panel gemm: C[M, n] = A[M, K]·op(B) (+ bias) + beta·C for a B used many times.
  *
  * Compiled for float and double by panel.h through instantiate.h (REAL, and FN(name) naming
  * cells_*_f / cells_*_d). All matrices are row-major.
@@ -203,6 +203,7 @@ CELLS_PANEL_INLINE int FN(panel_ku)(int isa, int m, int nv) {
  *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL; with tn, any row-major
  *       matrix read in place, Pv[k·ldp + j] (its rows need not be padded: w = nv·VL, or Pv
  *       holds nv·VL readable columns)
+ *   bias: [w], added to every row of the product with CELLS_PANEL_BIAS (else not read)
  *   C:  [m, ldc >= w], w <= nv·VL; read only with CELLS_PANEL_ADD
  * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows
  * CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load slots to spare). The ku sets
@@ -210,8 +211,9 @@ CELLS_PANEL_INLINE int FN(panel_ku)(int isa, int m, int nv) {
 CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv, const int ku,
                                        const int tn, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
                                        ptrdiff_t lda, const REAL *CELLS_RESTRICT Pv,
-                                       ptrdiff_t ldp, int flags, REAL *CELLS_RESTRICT C,
-                                       ptrdiff_t ldc, ptrdiff_t w) {
+                                       ptrdiff_t ldp, const REAL *CELLS_RESTRICT bias,
+                                       int flags, REAL *CELLS_RESTRICT C, ptrdiff_t ldc,
+                                       ptrdiff_t w) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
     const int pf = m >= 4 && (flags & CELLS_PANEL_PREFETCH);
     const ptrdiff_t pk = tn ? ldp : NR;   /* from one row of Pv to the next */
@@ -276,6 +278,15 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
                 FN(panel_add)(isa, &acc[0][r][v], &acc[u][r][v]);
 
     if (w == nv * VL) {
+        if (flags & CELLS_PANEL_BIAS)
+            CELLS_PANEL_UNROLL
+            for (int v = 0; v < nv; ++v) {
+                FN(panel_vec) bv;
+                FN(panel_load)(isa, &bv, bias + v * VL);
+                CELLS_PANEL_UNROLL
+                for (int r = 0; r < m; ++r)
+                    FN(panel_add)(isa, &acc[0][r][v], &bv);
+            }
         CELLS_PANEL_UNROLL
         for (int r = 0; r < m; ++r)
             CELLS_PANEL_UNROLL
@@ -298,6 +309,9 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
                 FN(panel_store)(isa, t[r] + v * VL, &acc[0][r][v]);
         for (int r = 0; r < m; ++r) {
             REAL *c = C + r * ldc;
+            if (flags & CELLS_PANEL_BIAS)
+                for (ptrdiff_t j = 0; j < w; ++j)
+                    t[r][j] += bias[j];
             if (flags & CELLS_PANEL_ADD)
                 for (ptrdiff_t j = 0; j < w; ++j)
                     c[j] += t[r][j];
@@ -312,17 +326,17 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
  * values: each case the blocking of `isa` can produce is its own register-blocked kernel. */
 CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff_t K,
                                            const REAL *A, ptrdiff_t lda, const REAL *Pv,
-                                           ptrdiff_t ldp, int flags, REAL *C, ptrdiff_t ldc,
-                                           ptrdiff_t w) {
+                                           ptrdiff_t ldp, const REAL *bias, int flags, REAL *C,
+                                           ptrdiff_t ldc, ptrdiff_t w) {
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
 #define CELLS_PANEL_CASE_NV(c, v)                                                            \
     case v:                                                                                  \
         if (v <= nvt && (flags & CELLS_PANEL_TN))                                            \
-            FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 1, K, A, lda, Pv, ldp, flags, \
-                           C, ldc, w);                                                       \
+            FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 1, K, A, lda, Pv, ldp, bias,  \
+                           flags, C, ldc, w);                                                \
         else if (v <= nvt)                                                                   \
-            FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 0, K, A, lda, Pv, ldp, flags, \
-                           C, ldc, w);                                                       \
+            FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 0, K, A, lda, Pv, ldp, bias,  \
+                           flags, C, ldc, w);                                                \
         break;
 #define CELLS_PANEL_CASE(c)                                                                  \
     case c:                                                                                  \
@@ -352,27 +366,30 @@ CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff
 /* The kernels of each blocking this build has (see CELLS_PANEL_KERNELS_<isa> in panel.h): a
  * tile of m rows and nv vectors, each (m, nv) that blocking produces being its own kernel. */
 typedef void (*FN(panel_kernels))(int m, int nv, ptrdiff_t K, const REAL *A, ptrdiff_t lda,
-                                  const REAL *Pv, ptrdiff_t ldp, int flags, REAL *C,
-                                  ptrdiff_t ldc, ptrdiff_t w);
+                                  const REAL *Pv, ptrdiff_t ldp, const REAL *bias, int flags,
+                                  REAL *C, ptrdiff_t ldc, ptrdiff_t w);
 #ifdef CELLS_PANEL_KERNELS_4
 CELLS_PANEL_KERNELS_4 FN(panel_kernels_4)(int m, int nv, ptrdiff_t K, const REAL *A,
                                           ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
-                                          int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
-    FN(panel_tile_any)(4, m, nv, K, A, lda, Pv, ldp, flags, C, ldc, w);
+                                          const REAL *bias, int flags, REAL *C, ptrdiff_t ldc,
+                                          ptrdiff_t w) {
+    FN(panel_tile_any)(4, m, nv, K, A, lda, Pv, ldp, bias, flags, C, ldc, w);
 }
 #endif
 #ifdef CELLS_PANEL_KERNELS_3
 CELLS_PANEL_KERNELS_3 FN(panel_kernels_3)(int m, int nv, ptrdiff_t K, const REAL *A,
                                           ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
-                                          int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
-    FN(panel_tile_any)(3, m, nv, K, A, lda, Pv, ldp, flags, C, ldc, w);
+                                          const REAL *bias, int flags, REAL *C, ptrdiff_t ldc,
+                                          ptrdiff_t w) {
+    FN(panel_tile_any)(3, m, nv, K, A, lda, Pv, ldp, bias, flags, C, ldc, w);
 }
 #endif
 #ifdef CELLS_PANEL_KERNELS_0
 CELLS_PANEL_KERNELS_0 FN(panel_kernels_0)(int m, int nv, ptrdiff_t K, const REAL *A,
                                           ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
-                                          int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {
-    FN(panel_tile_any)(0, m, nv, K, A, lda, Pv, ldp, flags, C, ldc, w);
+                                          const REAL *bias, int flags, REAL *C, ptrdiff_t ldc,
+                                          ptrdiff_t w) {
+    FN(panel_tile_any)(0, m, nv, K, A, lda, Pv, ldp, bias, flags, C, ldc, w);
 }
 #endif
 
@@ -425,8 +442,8 @@ CELLS_FN void FN(panel_scale)(ptrdiff_t M, ptrdiff_t n, REAL beta, REAL *C, ptrd
 
 CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                              const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
-                             const REAL *CELLS_RESTRICT P, REAL beta,
-                             REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
+                             const REAL *CELLS_RESTRICT P, const REAL *CELLS_RESTRICT bias,
+                             REAL beta, REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
     isa = FN(panel_blocking)(isa);
     const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa);
@@ -435,7 +452,7 @@ CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
         return;
     if (beta != 0 && beta != 1)
         FN(panel_scale)(M, n, beta, C, ldc);
-    const int flags = (beta != 0 ? CELLS_PANEL_ADD : 0)
+    const int flags = (beta != 0 ? CELLS_PANEL_ADD : 0) | (bias ? CELLS_PANEL_BIAS : 0)
                       | ((size_t)K * (size_t)n * sizeof(REAL) >= CELLS_PANEL_PREFETCH_BYTES
                                  ? CELLS_PANEL_PREFETCH : 0);
     const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
@@ -450,27 +467,30 @@ CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
             ptrdiff_t i = 0;
             for (ptrdiff_t t = 0; t < tiles; ++t) {
                 const int m = (int)(rows + (t < taller));
-                kernels(m, nv, K, A + i * lda, lda, Pp + v0 * VL, NR, flags,
-                        C + i * ldc + j0 + v0 * VL, ldc, w);
+                kernels(m, nv, K, A + i * lda, lda, Pp + v0 * VL, NR,
+                        bias ? bias + j0 + v0 * VL : 0, flags, C + i * ldc + j0 + v0 * VL, ldc,
+                        w);
                 i += m;
             }
         }
     }
 }
 
-/* C = A·op(B) + beta·C, op(B) [K, n] packed in P by FN(pack_panels).
+/* C = A·op(B) + bias + beta·C, op(B) [K, n] packed in P by FN(pack_panels).
  *   A: [M, lda >= K], read only in its M rows × K columns
  *   P: FN(panel_len)(K, n) elements (see the top of this file)
+ *   bias: [n], added to every row (an input projection's bias, added as the product is
+ *      stored: no pass of its own over C), or NULL
  *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may
- *      hold NaN), otherwise C = A·op(B) + beta·C (beta = 1 accumulates exactly)
- * M = 0 or n = 0 does nothing; K = 0 sets C = beta·C. Single-threaded: threads each call it on
- * their own panels (see the top of this file). Runs the AVX-512, AVX2 or baseline kernels, the
- * best the CPU has (cells_panel_isa). */
+ *      hold NaN), otherwise C = A·op(B) + bias + beta·C (beta = 1 accumulates exactly)
+ * M = 0 or n = 0 does nothing; K = 0 sets C = bias + beta·C. Single-threaded: threads each call
+ * it on their own panels (see the top of this file). Runs the AVX-512, AVX2 or baseline
+ * kernels, the best the CPU has (cells_panel_isa). */
 CELLS_FN void FN(gemm_panels)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                               const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
-                              const REAL *CELLS_RESTRICT P, REAL beta,
-                              REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-    FN(panel_gemm)(cells_panel_isa(), M, n, K, A, lda, P, beta, C, ldc);
+                              const REAL *CELLS_RESTRICT P, const REAL *CELLS_RESTRICT bias,
+                              REAL beta, REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
+    FN(panel_gemm)(cells_panel_isa(), M, n, K, A, lda, P, bias, beta, C, ldc);
 }
 
 /* gemm_tn with blocking FN(panel_blocking)(isa). C is computed in blocks of columns [j0, j0 +
@@ -529,7 +549,8 @@ CELLS_FN void FN(panel_gemm_tn)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                 ptrdiff_t i = 0;
                 for (ptrdiff_t t = 0; t < tiles; ++t) {
                     const int m = (int)(rows + (t < taller));
-                    kernels(m, nv, kb, Ak + i, lda, Pv, ldp, flags, C + i * ldc + j, ldc, w);
+                    kernels(m, nv, kb, Ak + i, lda, Pv, ldp, 0, flags, C + i * ldc + j, ldc,
+                            w);
                     i += m;
                 }
                 j += w;

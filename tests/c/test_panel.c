@@ -7,7 +7,7 @@
  * size, for AddressSanitizer (or valgrind) to see any access outside.
  *
  * For both types, both transB, beta 0 (C prefilled with NaN), 1 (and -0.5 on a third of the
- * sizes), and every size in the lists below:
+ * sizes), with and without a bias, and every size in the lists below:
  *  - A, B and the gaps between their rows (lda > K, ldb > n or > K) are NaN everywhere outside
  *    the elements the product uses, so a read outside them poisons C;
  *  - C's gaps (ldc > n) and GUARD elements before and after it hold a sentinel that must
@@ -59,8 +59,8 @@ static REAL *alloc_##S(size_t n, size_t guard, REAL fill) {                     
 /* C [M, ldc] (lenC elements, GUARD sentinels each side) against ref and its error bound mag   \
  * ([M, n]); C0: C before the product. `what` and isa name the call in a failure. */           \
 static void check_##S(const char *what, int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,        \
-                      REAL beta, const REAL *C, const REAL *C0, ptrdiff_t ldc, size_t lenC,    \
-                      const long double *ref, const long double *mag) {                        \
+                      REAL beta, const REAL *bias, const REAL *C, const REAL *C0, ptrdiff_t ldc, \
+                      size_t lenC, const long double *ref, const long double *mag) {           \
     for (ptrdiff_t i = 0; i < M; ++i)                                                          \
         for (ptrdiff_t j = 0; j < ldc && i * ldc + j < (ptrdiff_t)lenC; ++j) {                 \
             const REAL got = C[i * ldc + j];                                                   \
@@ -72,7 +72,7 @@ static void check_##S(const char *what, int isa, ptrdiff_t M, ptrdiff_t n, ptrdi
                 continue;                                                                      \
             }                                                                                  \
             const long double err = fabsl((long double)got - ref[i * n + j]);                  \
-            const long double tol = (long double)(K + 2) * EPS * mag[i * n + j]                \
+            const long double tol = (long double)(K + 3) * EPS * mag[i * n + j]                \
                                     + 2 * EPS * fabsl(ref[i * n + j]);                         \
             if (!(err <= tol)) { /* also catches NaN */                                        \
                 if (++failures < 20)                                                           \
@@ -80,8 +80,9 @@ static void check_##S(const char *what, int isa, ptrdiff_t M, ptrdiff_t n, ptrdi
                            "want %.9Lg (err %.3Lg > tol %.3Lg)\n", #REAL, what, isa, M, n, K,  \
                            (double)beta, i, j, (double)got, ref[i * n + j], err, tol);         \
             }                                                                                  \
-            if (K == 0 && got != (beta != 0 ? beta * C0[i * ldc + j] : 0) && ++failures < 20)  \
-                printf("FAIL %s %s K=0 not beta*C\n", #REAL, what);                            \
+            const REAL c0 = beta != 0 ? beta * C0[i * ldc + j] : 0;                            \
+            if (K == 0 && got != (bias ? c0 + bias[j] : c0) && ++failures < 20)                \
+                printf("FAIL %s %s K=0 not bias + beta*C\n", #REAL, what);                     \
         }                                                                                      \
     for (ptrdiff_t g = 1; g <= GUARD; ++g)                                                     \
         if (C[-g] != (REAL)SENTINEL || C[lenC + g - 1] != (REAL)SENTINEL) {                    \
@@ -103,9 +104,9 @@ static REAL *make_c0_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t ldc, size_t lenC, R
     return C0;                                                                                 \
 }                                                                                              \
                                                                                                \
-/* One case of gemm_panels. misalign shifts P by one element. */                               \
+/* One case of gemm_panels, with a bias when with_bias. misalign shifts P by one element. */   \
 static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta,              \
-                    int misalign) {                                                            \
+                    int with_bias, int misalign) {                                             \
     const ptrdiff_t NR = cells_panel_width_##S();                                              \
     const ptrdiff_t lda = K + 3, ldc = n + 5;                                                  \
     const ptrdiff_t ldb = transB ? K + 2 : n + 2;                                              \
@@ -121,6 +122,9 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
     for (ptrdiff_t r = 0; r < brows; ++r)                                                      \
         for (ptrdiff_t c = 0; c < (transB ? K : n); ++c) B[r * ldb + c] = (REAL)uniform();     \
     REAL *C0 = make_c0_##S(M, n, ldc, lenC, beta);                                             \
+    REAL *bias_buf = alloc_##S((size_t)n, GUARD, (REAL)NAN);                                   \
+    for (ptrdiff_t j = 0; j < n; ++j) bias_buf[j] = (REAL)uniform();                           \
+    const REAL *bias = with_bias ? bias_buf : NULL;                                            \
                                                                                                \
     /* pack, and check the layout */                                                           \
     const size_t lenP = cells_panel_len_##S(K, n);                                             \
@@ -161,6 +165,10 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
                 s += (long double)A[i * lda + k] * b;                                          \
                 m += fabsl((long double)A[i * lda + k] * b);                                   \
             }                                                                                  \
+            if (bias) {                                                                        \
+                s += bias[j];                                                                  \
+                m += fabsl((long double)bias[j]);                                              \
+            }                                                                                  \
             if (beta != 0) {                                                                   \
                 s += (long double)beta * C0[i * ldc + j];                                      \
                 m += fabsl((long double)beta * C0[i * ldc + j]);                               \
@@ -177,10 +185,10 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
         REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
         for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
         if (isas[t] >= 0)                                                                      \
-            cells_panel_gemm_##S(isas[t], M, n, K, A, lda, P, beta, C, ldc);                   \
+            cells_panel_gemm_##S(isas[t], M, n, K, A, lda, P, bias, beta, C, ldc);             \
         else                                                                                   \
-            cells_gemm_panels_##S(M, n, K, A, lda, P, beta, C, ldc);                           \
-        check_##S(what, isas[t], M, n, K, beta, C, C0, ldc, lenC, ref, mag);                   \
+            cells_gemm_panels_##S(M, n, K, A, lda, P, bias, beta, C, ldc);                     \
+        check_##S(what, isas[t], M, n, K, beta, bias, C, C0, ldc, lenC, ref, mag);             \
         free(C - GUARD);                                                                       \
     }                                                                                          \
                                                                                                \
@@ -188,14 +196,15 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
     if (n > NR && M > 0) {                                                                     \
         REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
         for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
-        cells_gemm_panels_##S(M, n - NR, K, A, lda, P + K * NR, beta, C + NR, ldc);            \
+        cells_gemm_panels_##S(M, n - NR, K, A, lda, P + K * NR, bias ? bias + NR : NULL, beta, \
+                              C + NR, ldc);                                                    \
         for (ptrdiff_t i = 0; i < M; ++i)                                                      \
             for (ptrdiff_t j = 0; j < n; ++j) {                                                \
                 const REAL got = C[i * ldc + j];                                               \
                 const int ok = j < NR ? (isnan(C0[i * ldc + j]) ? isnan(got)                   \
                                                                 : got == C0[i * ldc + j])      \
                                       : fabsl((long double)got - ref[i * n + j])               \
-                                            <= (long double)(K + 2) * EPS * mag[i * n + j]     \
+                                            <= (long double)(K + 3) * EPS * mag[i * n + j]     \
                                                    + 2 * EPS * fabsl(ref[i * n + j]);          \
                 ++checks;                                                                      \
                 if (!ok && ++failures < 20)                                                    \
@@ -207,6 +216,7 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
     free(ref);                                                                                 \
     free(mag);                                                                                 \
     free(C0);                                                                                  \
+    free(bias_buf - GUARD);                                                                    \
     free(Pbuf - GUARD);                                                                        \
     free(A - GUARD);                                                                           \
     free(B - GUARD);                                                                           \
@@ -251,7 +261,7 @@ static void run_tn_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, REAL beta) {      
             cells_panel_gemm_tn_##S(isas[t], M, n, K, A, lda, B, ldb, beta, C, ldc);           \
         else                                                                                   \
             cells_gemm_tn_##S(M, n, K, A, lda, B, ldb, beta, C, ldc);                          \
-        check_##S("gemm_tn", isas[t], M, n, K, beta, C, C0, ldc, lenC, ref, mag);              \
+        check_##S("gemm_tn", isas[t], M, n, K, beta, NULL, C, C0, ldc, lenC, ref, mag);        \
         free(C - GUARD);                                                                       \
     }                                                                                          \
     free(ref);                                                                                 \
@@ -259,7 +269,7 @@ static void run_tn_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, REAL beta) {      
     free(C0);                                                                                  \
     free(A - GUARD);                                                                           \
     free(B - GUARD);                                                                           \
-}
+}                                                                                              \
 
 DEFINE_TEST(float, f, (long double)FLT_EPSILON)
 DEFINE_TEST(double, d, (long double)DBL_EPSILON)
@@ -288,10 +298,12 @@ int main(void) {
                             const int misalign = (int)((M + in) % 2);
                             if (b == 2 && (M + in + ik) % 3 != 0)
                                 continue;
+                            const int with_bias = (int)((M + ik) % 2);
                             if (type == 0)
-                                run_f(M, ns[in], Ks[ik], transB, (float)beta, misalign);
+                                run_f(M, ns[in], Ks[ik], transB, (float)beta, with_bias,
+                                      misalign);
                             else
-                                run_d(M, ns[in], Ks[ik], transB, beta, misalign);
+                                run_d(M, ns[in], Ks[ik], transB, beta, with_bias, misalign);
                             ++cases;
                         }
         /* gemm_tn: K across row blocks too; M·n across blocks of C's columns at the end */
