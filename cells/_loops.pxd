@@ -1,8 +1,8 @@
 # Small loops of the time loop (cells/_time_loop.pyx) and the families' steps.
 from libc.stdint cimport int64_t
 
-from cells._blas cimport ACCUMULATE, OVERWRITE, real
-from cells._panels cimport gemm_tn
+from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm, real
+from cells._panels cimport CELLS_PANEL_TN_C_BYTES, gemm_tn
 
 
 cdef inline Py_ssize_t row_len(const int64_t *seq_len, Py_ssize_t row,
@@ -57,8 +57,15 @@ cdef inline void weight_grad(bint transposed, Py_ssize_t m, Py_ssize_t n, Py_ssi
                              real *W,         # [m, ldw], or [n, ldw] when transposed
                              Py_ssize_t ldw) noexcept nogil:
     """W = Aᵀ·D + beta·W (a weight's gradient: Σ over rows of inputᵀ·gradient), or,
-    transposed, its transpose Dᵀ·A + beta·W (a weight in PyTorch's [gates, inputs] layout)."""
-    if transposed:
+    transposed, its transpose Dᵀ·A + beta·W (a weight in PyTorch's [gates, inputs] layout).
+    On cells' gemm_tn, which reads A and D in place, where W's m·n elements stay in L2
+    (CELLS_PANEL_TN_C_BYTES); a larger one on BLAS, whose blocking is faster there."""
+    if m * n * sizeof(real) > CELLS_PANEL_TN_C_BYTES:
+        if transposed:
+            gemm(TRANSPOSED, AS_IS, n, m, rows, 1, D, ldd, A, lda, beta, W, ldw)
+        else:
+            gemm(TRANSPOSED, AS_IS, m, n, rows, 1, A, lda, D, ldd, beta, W, ldw)
+    elif transposed:
         gemm_tn(n, m, rows, D, ldd, A, lda, beta, W, ldw)
     else:
         gemm_tn(m, n, rows, A, lda, D, ldd, beta, W, ldw)

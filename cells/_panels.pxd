@@ -12,6 +12,7 @@ cdef extern from "stdlib.h" nogil:
     int posix_memalign(void **memptr, size_t alignment, size_t size)
 
 cdef extern from "cells/panel.h" nogil:
+    enum: CELLS_PANEL_TN_C_BYTES   # gemm_tn's largest C, in bytes
     size_t cells_panel_len_f(Py_ssize_t K, Py_ssize_t n)
     size_t cells_panel_len_d(Py_ssize_t K, Py_ssize_t n)
     void cells_pack_panels_f(Py_ssize_t K, Py_ssize_t n, const float *B, Py_ssize_t ldb,

@@ -52,7 +52,9 @@ from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_barrier, cells_part, cells_run_parts,
     cells_team_register_fork_handler, part_start, part_units,
 )
-from cells._panels cimport PackedWeights, free_packed, gemm_packed, pack_weights, project
+from cells._panels cimport (
+    CELLS_PANEL_TN_C_BYTES, PackedWeights, free_packed, gemm_packed, pack_weights, project,
+)
 
 from typing import NamedTuple
 
@@ -71,6 +73,9 @@ FAMILIES = {
 
 # The most threads a call can run on (include/cells/team.h).
 MAX_THREADS = CELLS_MAX_THREADS
+# The largest weight gradient (per thread, in bytes) the backward computes on cells' gemm_tn;
+# larger ones go to BLAS (cells/_loops.pxd, weight_grad).
+TN_C_BYTES = CELLS_PANEL_TN_C_BYTES
 cells_team_register_fork_handler()
 
 # The LSTM's default activations, (code, alpha, beta) of the gates i, f, o, of the candidate

@@ -493,12 +493,12 @@ CELLS_FN void FN(gemm_panels)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
     FN(panel_gemm)(cells_panel_isa(), M, n, K, A, lda, P, bias, beta, C, ldc);
 }
 
-/* gemm_tn with blocking FN(panel_blocking)(isa). C is computed in blocks of columns [j0, j0 +
- * nc) small enough to stay in L2 (CELLS_PANEL_TN_C_BYTES), each summed over K in blocks of
- * CELLS_PANEL_TN_ROWS rows: in a row block, every group of up to nvt whole vectors of B's
- * columns (its rows in L1) passes over every tile of C's rows (A's columns); the tiles are as
- * in panel_gemm. A last part vector of B's columns is copied, row block by row block, into a
- * zero-padded strip on the stack, so that nothing is read beyond B's n columns. */
+/* gemm_tn with blocking FN(panel_blocking)(isa). K in blocks of CELLS_PANEL_TN_ROWS rows: in a
+ * row block, every group of up to nvt whole vectors of B's columns (its rows in L1) passes over
+ * every tile of C's rows (A's columns); the tiles are as in panel_gemm. C stays in L2 over the
+ * whole of K when it fits (CELLS_PANEL_TN_C_BYTES). A last part vector of B's columns is copied,
+ * row block by row block, into a zero-padded strip on the stack, so that nothing is read beyond
+ * B's n columns. */
 CELLS_FN void FN(panel_gemm_tn)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                                 const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                                 const REAL *CELLS_RESTRICT B, ptrdiff_t ldb, REAL beta,
@@ -517,50 +517,47 @@ CELLS_FN void FN(panel_gemm_tn)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
     }
     if (beta != 0 && beta != 1)
         FN(panel_scale)(M, n, beta, C, ldc);
-    ptrdiff_t nc = CELLS_PANEL_TN_C_BYTES / ((ptrdiff_t)sizeof(REAL) * M) / VL * VL;
-    nc = nc < VL ? VL : nc;
     const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
+    const ptrdiff_t whole = n / VL * VL; /* the whole vectors of B's columns end here */
     REAL strip[KB * VL]; /* [kb, VL]: the part vector's columns of a row block, zero-padded */
-    for (ptrdiff_t j0 = 0; j0 < n; j0 += nc) {
-        const ptrdiff_t j1 = n - j0 < nc ? n : j0 + nc;
-        const ptrdiff_t whole = j0 + (j1 - j0) / VL * VL; /* whole vectors end here */
-        for (ptrdiff_t k0 = 0; k0 < K; k0 += KB) {
-            const ptrdiff_t kb = K - k0 < KB ? K - k0 : KB;
-            const int flags = CELLS_PANEL_TN | CELLS_PANEL_PREFETCH
-                              | (k0 > 0 || beta != 0 ? CELLS_PANEL_ADD : 0);
-            const REAL *Ak = A + k0 * lda, *Bk = B + k0 * ldb;
-            for (ptrdiff_t j = j0; j < j1; ) {
-                const REAL *Pv = Bk + j;
-                ptrdiff_t ldp = ldb, w;
-                int nv;
-                if (j < whole) { /* 4, 2 or 1 whole vectors (the cases the kernels have) */
-                    const ptrdiff_t left = (whole - j) / VL;
-                    nv = left >= nvt ? nvt : left >= 2 ? 2 : 1;
-                    w = nv * VL;
-                } else { /* the part vector */
-                    w = j1 - j;
-                    for (ptrdiff_t k = 0; k < kb; ++k)
-                        for (ptrdiff_t l = 0; l < VL; ++l)
-                            strip[k * VL + l] = l < w ? Bk[k * ldb + j + l] : 0;
-                    Pv = strip;
-                    ldp = VL;
-                    nv = 1;
-                }
-                ptrdiff_t i = 0;
-                for (ptrdiff_t t = 0; t < tiles; ++t) {
-                    const int m = (int)(rows + (t < taller));
-                    kernels(m, nv, kb, Ak + i, lda, Pv, ldp, 0, flags, C + i * ldc + j, ldc,
-                            w);
-                    i += m;
-                }
-                j += w;
+    for (ptrdiff_t k0 = 0; k0 < K; k0 += KB) {
+        const ptrdiff_t kb = K - k0 < KB ? K - k0 : KB;
+        const int flags = CELLS_PANEL_TN | CELLS_PANEL_PREFETCH
+                          | (k0 > 0 || beta != 0 ? CELLS_PANEL_ADD : 0);
+        const REAL *Ak = A + k0 * lda, *Bk = B + k0 * ldb;
+        for (ptrdiff_t j = 0; j < n; ) {
+            const REAL *Pv = Bk + j;
+            ptrdiff_t ldp = ldb, w;
+            int nv;
+            if (j < whole) { /* 4, 2 or 1 whole vectors (the cases the kernels have) */
+                const ptrdiff_t left = (whole - j) / VL;
+                nv = left >= nvt ? nvt : left >= 2 ? 2 : 1;
+                w = nv * VL;
+            } else { /* the part vector */
+                w = n - j;
+                for (ptrdiff_t k = 0; k < kb; ++k)
+                    for (ptrdiff_t l = 0; l < VL; ++l)
+                        strip[k * VL + l] = l < w ? Bk[k * ldb + j + l] : 0;
+                Pv = strip;
+                ldp = VL;
+                nv = 1;
             }
+            ptrdiff_t i = 0;
+            for (ptrdiff_t t = 0; t < tiles; ++t) {
+                const int m = (int)(rows + (t < taller));
+                kernels(m, nv, kb, Ak + i, lda, Pv, ldp, 0, flags, C + i * ldc + j, ldc, w);
+                i += m;
+            }
+            j += w;
         }
     }
 }
 
 /* C = Aᵀ·B + beta·C, both read in place: the gradient of a weight, Σ over K rows (steps ×
- * batch rows) of inputᵀ·gradient, without the copies of A and B a BLAS gemm makes.
+ * batch rows) of inputᵀ·gradient, without the copies of A and B a BLAS gemm makes. For a C of
+ * up to CELLS_PANEL_TN_C_BYTES, which stays in L2 while A and B stream past once; a larger C is
+ * read and written once per row block, and a BLAS gemm, which packs both operands in blocks,
+ * is faster there.
  *   A: [K, lda >= M], read only in its K rows × M columns
  *   B: [K, ldb >= n], read only in its K rows × n columns
  *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may

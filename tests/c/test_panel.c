@@ -19,8 +19,8 @@
  *    well as through the public cells_gemm_panels_* (the one the CPU picks), with P misaligned
  *    too;
  *  - gemm_tn (C = Aᵀ·B + beta·C, A [K, M] and B [K, n] read in place) the same way, on sizes
- *    that cross its row blocks (K > CELLS_PANEL_TN_ROWS) and its blocks of C's columns (M·n
- *    elements over CELLS_PANEL_TN_C_BYTES), and every part vector of B's columns;
+ *    that cross its row blocks (K > CELLS_PANEL_TN_ROWS), and every part vector of B's
+ *    columns;
  *  - the reference accumulates in long double; the error bound is the classical one for a dot
  *    product summed in any order, |ĉ - c| <= γ_{K+2}·(Σ|a||b| + |beta·c0|), γ_m = m·u/(1-m·u),
  *    u = eps/2 (K products and sums, plus the beta·c0 term and its sum); we allow (K+2)·eps,
@@ -306,7 +306,7 @@ int main(void) {
                                 run_d(M, ns[in], Ks[ik], transB, beta, with_bias, misalign);
                             ++cases;
                         }
-        /* gemm_tn: K across row blocks too; M·n across blocks of C's columns at the end */
+        /* gemm_tn: K across row blocks too */
         const ptrdiff_t Ktn[] = {0, 1, 7, CELLS_PANEL_TN_ROWS + 1, 2 * CELLS_PANEL_TN_ROWS + 45};
         for (size_t ik = 0; ik < sizeof Ktn / sizeof *Ktn; ++ik)
             for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
@@ -321,18 +321,14 @@ int main(void) {
                             run_tn_d(M, ns[in], Ktn[ik], beta);
                         ++cases;
                     }
-        const ptrdiff_t Mbig = CELLS_PANEL_TN_C_BYTES / (ptrdiff_t)(type ? 8 : 4) / (2 * VL) + 5;
+        /* many tiles of C's rows by many groups of vectors, a part vector at the end */
         for (int b = 0; b < 2; ++b) {
-            /* Mbig rows: C's blocks are VL columns wide (4 of them and a part vector of 3);
-             * Mbig / 4: 7 vectors wide (a block and one of 2 vectors and a part vector) */
-            if (type == 0) {
-                run_tn_f(Mbig, 4 * VL + 3, CELLS_PANEL_TN_ROWS + 9, (float)b);
-                run_tn_f(Mbig / 4, 2 * NR + VL + 3, 40, (float)b);
-            } else {
-                run_tn_d(Mbig, 4 * VL + 3, CELLS_PANEL_TN_ROWS + 9, b);
-                run_tn_d(Mbig / 4, 2 * NR + VL + 3, 40, b);
-            }
-            cases += 2;
+            const ptrdiff_t M = 7 * CELLS_PANEL_MR_MAX + 5, n = 3 * NR + VL + 3;
+            if (type == 0)
+                run_tn_f(M, n, 2 * CELLS_PANEL_TN_ROWS + 45, (float)b);
+            else
+                run_tn_d(M, n, 2 * CELLS_PANEL_TN_ROWS + 45, b);
+            ++cases;
         }
     }
     /* panel_aligned: the first 64-byte boundary, within the documented padding */

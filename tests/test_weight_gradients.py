@@ -1,0 +1,57 @@
+"""The backward's weight gradients (cells/_loops.pxd, weight_grad): each thread's gradient of a
+weight is one product over every step, on cells' gemm_tn (include/cells/panel.h) where it holds
+at most TN_C_BYTES, on BLAS above. The other tests' weights are small enough for gemm_tn alone;
+here nIn is large enough that dL/dWx goes to BLAS while dL/dWh stays on gemm_tn, in one call:
+the LSTM (weights as they are, [nIn, G]) and the LLTM (PyTorch's layout, W [G, nOut + nIn],
+read transposed), on 1 and 2 threads, forward and reverse with seq_len, in float64 against the
+references."""
+import numpy as np
+import pytest
+
+import cells
+from cells import _time_loop
+from gru_reference import F64_TOL, assert_close
+from lltm_reference import lltm_seq_backward, make_lltm_problem
+from lstm_reference import lstm_time_loop_backward, make_lstm_problem
+
+sL, bS, nOut = 3, 5, 40
+SEQ_LEN = np.array([3, 0, 2, 3, 1])
+
+
+def _n_in_past_gemm_tn(gates, n_threads):
+    """An nIn whose dL/dWx is over gemm_tn's limit in float64 in every thread (a thread's
+    columns are the G / n_threads, rounded to 16), while dL/dWh ([nOut, G]) is far under it."""
+    cols = gates * nOut // n_threads - (16 if n_threads > 1 else 0)
+    assert nOut * gates * nOut * 8 < _time_loop.TN_C_BYTES
+    return _time_loop.TN_C_BYTES // (8 * cols) + 1
+
+
+@pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_lstm_weight_gradients_on_both_sides_of_gemm_tn(n_threads, forward):
+    nIn = _n_in_past_gemm_tn(4, n_threads)
+    p = make_lstm_problem(np.random.default_rng(41), sL, bS, nIn, nOut, scale=0.05)
+    weights = (p["x"], p["Wx"], p["Wr"], p["b"], p["hI"], p["cI"])
+    kwargs = dict(Wp=p["Wp"], seq_len=SEQ_LEN, forward=forward, n_threads=n_threads)
+    *_, ws = cells.lstmLayerTimeLoop(*weights, return_workspace=True, **kwargs)
+    grads = cells.lstmLayerTimeLoopBp(*weights, p["dLdh"], dLdhL=p["dLdhL"], dLdcL=p["dLdcL"],
+                                      workspace=ws, **kwargs)
+    ref = lstm_time_loop_backward(*weights, p["dLdh"], p["dLdhL"], p["dLdcL"], p["Wp"],
+                                  SEQ_LEN, forward=forward)
+    for name, g, r in zip(("dLdx", "dLdWx", "dLdWr", "dLdb"), grads, ref):
+        assert_close(g, r, F64_TOL, name, np.float64)
+
+
+@pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_lltm_weight_gradients_on_both_sides_of_gemm_tn(n_threads, forward):
+    nIn = _n_in_past_gemm_tn(3, n_threads)
+    x, W, b, hI, cI, dLdh, dLdhL, dLdcL = make_lltm_problem(np.random.default_rng(42), sL, bS,
+                                                            nIn, nOut, scale=0.05)
+    kwargs = dict(seq_len=SEQ_LEN, forward=forward, n_threads=n_threads)
+    *_, ws = cells.lltmTimeLoop(x, W, b, hI, cI, return_workspace=True, **kwargs)
+    grads = cells.lltmTimeLoopBp(x, W, b, hI, cI, dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
+                                 workspace=ws, **kwargs)
+    ref = lltm_seq_backward(x, W, b, hI, cI, dLdh, dLdhL, dLdcL, SEQ_LEN, forward)
+    for name, g, r in zip(("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"), grads, ref):
+        assert_close(g, r, F64_TOL, name, np.float64)
