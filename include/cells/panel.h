@@ -48,17 +48,17 @@
 #define CELLS_PANEL_PREFETCH 2
 #define CELLS_PANEL_TN 4
 #define CELLS_PANEL_BIAS 8
+#define CELLS_PANEL_PREFETCH_ROWS 16
+#define CELLS_PANEL_PREFETCH_BYTES (256 * 1024)
 
 /* gemm_tn (C = Aᵀ·B, A [K, M] and B [K, n] read in place): K in blocks of CELLS_PANEL_TN_ROWS
  * rows, whose vectors of B stay in L1 while they pass over every row of C (128 rows of 4
  * vectors: 32 KiB). It is for a C of up to CELLS_PANEL_TN_C_BYTES, which stays in L2 over the
  * whole of K. Measured against OpenBLAS's gemm (one thread, K = 1600-6400, alternated): for
- * such a C 1.2-1.5x as fast in float, 1.0-1.1x in double; for a C of 1-2 MiB (then in blocks
- * of columns, each re-reading A) 1.0x in float and 0.6-0.8x in double. */
+ * such a C 1.2-1.5x as fast in float, 1.0-1.1x in double; for a C of 1-2 MiB (in blocks of
+ * columns that each re-read A) 1.0x in float and 0.6-0.8x in double, so those go to BLAS. */
 #define CELLS_PANEL_TN_ROWS 128
 #define CELLS_PANEL_TN_C_BYTES (512 * 1024)
-#define CELLS_PANEL_PREFETCH_ROWS 16
-#define CELLS_PANEL_PREFETCH_BYTES (256 * 1024)
 
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #define CELLS_PANEL_VECTOR 1 /* GCC/Clang vector extensions */

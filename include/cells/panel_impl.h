@@ -205,8 +205,8 @@ CELLS_PANEL_INLINE int FN(panel_ku)(int isa, int m, int nv) {
  *       holds nv·VL readable columns)
  *   bias: [w], added to every row of the product with CELLS_PANEL_BIAS (else not read)
  *   C:  [m, ldc >= w], w <= nv·VL; read only with CELLS_PANEL_ADD
- * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows
- * CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load slots to spare). The ku sets
+ * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows (with tn, A's rows
+ * too) CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load slots to spare). The ku sets
  * change the order of the sum (not its error bound). */
 CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv, const int ku,
                                        const int tn, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
@@ -408,13 +408,6 @@ CELLS_FN int FN(panel_blocking)(int isa) {
     return CELLS_PANEL_BASE_ISA;
 }
 
-/* gemm_panels with blocking FN(panel_blocking)(isa).
- * Rows: ceil(M / mr) tiles of as equal a height as possible (M = 8: 4 + 4, not 6 + 2), since a
- * tile of few rows runs far below the FMA rate. Columns: panel by panel, each in tiles of nvt
- * vectors; in a partial last panel only the vectors holding its columns are computed (a count
- * of 3 rounds up to 4, the padding being zeros). Panels outer, rows inner (rows outer measured
- * slower for K >= 1024). K is not split in blocks: for K up to 2048, blocks of 192-512
- * measured no faster. */
 /* The kernels of blocking `isa` (a value FN(panel_blocking) returns). */
 CELLS_FN FN(panel_kernels) FN(panel_kernels_of)(int isa) {
 #ifdef CELLS_PANEL_KERNELS_4
@@ -440,6 +433,13 @@ CELLS_FN void FN(panel_scale)(ptrdiff_t M, ptrdiff_t n, REAL beta, REAL *C, ptrd
             C[i * ldc + j] *= beta;
 }
 
+/* gemm_panels with blocking FN(panel_blocking)(isa).
+ * Rows: ceil(M / mr) tiles of as equal a height as possible (M = 8: 4 + 4, not 6 + 2), since a
+ * tile of few rows runs far below the FMA rate. Columns: panel by panel, each in tiles of nvt
+ * vectors; in a partial last panel only the vectors holding its columns are computed (a count
+ * of 3 rounds up to 4, the padding being zeros). Panels outer, rows inner (rows outer measured
+ * slower for K >= 1024). K is not split in blocks: for K up to 2048, blocks of 192-512
+ * measured no faster. */
 CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                              const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                              const REAL *CELLS_RESTRICT P, const REAL *CELLS_RESTRICT bias,
