@@ -19,7 +19,7 @@ the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), th
 family's step for just those elements. The input projection (a chunk of time steps at a time, just
 before the steps that read it) and the backward's dL/dx run on packed weights too; the backward's
 weight gradients are one product per weight and part, each its own columns, on the same kernels
-reading the inputs and dz in place (gemm_tn).
+reading the inputs and dz in place (gemm_tn; on BLAS for a gradient over TN_C_BYTES).
 Threads meet at a barrier only where a product needs columns that other threads wrote: once per
 step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
 the recurrent weights small (rows_split_forward), the forward splits the batch rows instead: part
