@@ -104,6 +104,73 @@ static REAL *make_c0_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t ldc, size_t lenC, R
     return C0;                                                                                 \
 }                                                                                              \
                                                                                                \
+/* One product under test: C = op(A)·op(B) (+ bias) + beta·C of gemm_panels (B: the packed P)  \
+ * or, with tn, of gemm_tn (A [K, lda] read transposed, B [K, ldb]). */                        \
+typedef struct {                                                                               \
+    int tn;                                                                                    \
+    ptrdiff_t M, n, K;                                                                         \
+    const REAL *A, *B, *bias;                                                                  \
+    ptrdiff_t lda, ldb;                                                                        \
+    REAL beta;                                                                                 \
+} product_##S;                                                                                 \
+                                                                                               \
+/* The reference of g in long double: ref [M, n] and mag, the sum of the terms' magnitudes     \
+ * (the error bound's scale). A's element (i, k) is at A[i·ars + k·aks], op(B)'s (k, j) at     \
+ * B[k·bks + j·bjs]: g's own B for gemm_tn, the unpacked one for gemm_panels. */               \
+static void reference_##S(const product_##S *g, ptrdiff_t ars, ptrdiff_t aks,                  \
+                          const REAL *B, ptrdiff_t bks, ptrdiff_t bjs, const REAL *C0,         \
+                          ptrdiff_t ldc, long double *ref, long double *mag) {                 \
+    for (ptrdiff_t i = 0; i < g->M; ++i)                                                       \
+        for (ptrdiff_t j = 0; j < g->n; ++j) {                                                 \
+            long double s = 0, m = 0;                                                          \
+            for (ptrdiff_t k = 0; k < g->K; ++k) {                                             \
+                const long double ab = (long double)g->A[i * ars + k * aks]                    \
+                                       * B[k * bks + j * bjs];                                 \
+                s += ab;                                                                       \
+                m += fabsl(ab);                                                                \
+            }                                                                                  \
+            if (g->bias) {                                                                     \
+                s += g->bias[j];                                                               \
+                m += fabsl((long double)g->bias[j]);                                           \
+            }                                                                                  \
+            if (g->beta != 0) {                                                                \
+                s += (long double)g->beta * C0[i * ldc + j];                                   \
+                m += fabsl((long double)g->beta * C0[i * ldc + j]);                            \
+            }                                                                                  \
+            ref[i * g->n + j] = s;                                                             \
+            mag[i * g->n + j] = m;                                                             \
+        }                                                                                      \
+}                                                                                              \
+                                                                                               \
+/* g with every blocking the CPU runs (4, 3, 0 through panel_gemm / panel_gemm_tn; where this  \
+ * build lacks one, the next lower it has), then through the public entry (-1), each on a copy \
+ * of C0 checked against the reference. */                                                     \
+static void every_blocking_##S(const char *what, const product_##S *g, const REAL *C0,         \
+                               ptrdiff_t ldc, size_t lenC, const long double *ref,             \
+                               const long double *mag) {                                       \
+    static const int isas[] = {4, 3, 0, -1};                                                   \
+    for (int t = 0; t < 4; ++t) {                                                              \
+        if (isas[t] > cells_panel_isa()) /* kernels this CPU cannot run */                     \
+            continue;                                                                          \
+        REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
+        for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
+        if (g->tn && isas[t] >= 0)                                                             \
+            cells_panel_gemm_tn_##S(isas[t], g->M, g->n, g->K, g->A, g->lda, g->B, g->ldb,     \
+                                    g->beta, C, ldc);                                          \
+        else if (g->tn)                                                                        \
+            cells_gemm_tn_##S(g->M, g->n, g->K, g->A, g->lda, g->B, g->ldb, g->beta, C, ldc);  \
+        else if (isas[t] >= 0)                                                                 \
+            cells_panel_gemm_##S(isas[t], g->M, g->n, g->K, g->A, g->lda, g->B, g->bias,       \
+                                 g->beta, C, ldc);                                             \
+        else                                                                                   \
+            cells_gemm_panels_##S(g->M, g->n, g->K, g->A, g->lda, g->B, g->bias, g->beta, C,   \
+                                  ldc);                                                        \
+        check_##S(what, isas[t], g->M, g->n, g->K, g->beta, g->bias, C, C0, ldc, lenC, ref,    \
+                  mag);                                                                        \
+        free(C - GUARD);                                                                       \
+    }                                                                                          \
+}                                                                                              \
+                                                                                               \
 /* One case of gemm_panels, with a bias when with_bias. misalign shifts P by one element. */   \
 static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta,              \
                     int with_bias, int misalign) {                                             \
@@ -154,43 +221,11 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
             break;                                                                             \
         }                                                                                      \
                                                                                                \
-    /* reference */                                                                            \
+    const product_##S g = {0, M, n, K, A, P, bias, lda, 0, beta};                              \
     long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
     long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
-    for (ptrdiff_t i = 0; i < M; ++i)                                                          \
-        for (ptrdiff_t j = 0; j < n; ++j) {                                                    \
-            long double s = 0, m = 0;                                                          \
-            for (ptrdiff_t k = 0; k < K; ++k) {                                                \
-                const long double b = transB ? B[j * ldb + k] : B[k * ldb + j];                \
-                s += (long double)A[i * lda + k] * b;                                          \
-                m += fabsl((long double)A[i * lda + k] * b);                                   \
-            }                                                                                  \
-            if (bias) {                                                                        \
-                s += bias[j];                                                                  \
-                m += fabsl((long double)bias[j]);                                              \
-            }                                                                                  \
-            if (beta != 0) {                                                                   \
-                s += (long double)beta * C0[i * ldc + j];                                      \
-                m += fabsl((long double)beta * C0[i * ldc + j]);                               \
-            }                                                                                  \
-            ref[i * n + j] = s;                                                                \
-            mag[i * n + j] = m;                                                                \
-        }                                                                                      \
-                                                                                               \
-    /* every blocking: 4, 3, 0 through panel_gemm, then the public entry (-1) */               \
-    static const int isas[] = {4, 3, 0, -1};                                                   \
-    for (int t = 0; t < 4; ++t) {                                                              \
-        if (isas[t] > cells_panel_isa()) /* kernels this CPU cannot run */                     \
-            continue;                                                                          \
-        REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
-        for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
-        if (isas[t] >= 0)                                                                      \
-            cells_panel_gemm_##S(isas[t], M, n, K, A, lda, P, bias, beta, C, ldc);             \
-        else                                                                                   \
-            cells_gemm_panels_##S(M, n, K, A, lda, P, bias, beta, C, ldc);                     \
-        check_##S(what, isas[t], M, n, K, beta, bias, C, C0, ldc, lenC, ref, mag);             \
-        free(C - GUARD);                                                                       \
-    }                                                                                          \
+    reference_##S(&g, lda, 1, B, transB ? 1 : ldb, transB ? ldb : 1, C0, ldc, ref, mag);       \
+    every_blocking_##S(what, &g, C0, ldc, lenC, ref, mag);                                     \
                                                                                                \
     /* the panels from the second on, through offset pointers (how threads share P) */         \
     if (n > NR && M > 0) {                                                                     \
@@ -234,36 +269,11 @@ static void run_tn_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, REAL beta) {      
         for (ptrdiff_t j = 0; j < n; ++j) B[k * ldb + j] = (REAL)uniform();                    \
     }                                                                                          \
     REAL *C0 = make_c0_##S(M, n, ldc, lenC, beta);                                             \
+    const product_##S g = {1, M, n, K, A, B, NULL, lda, ldb, beta};                            \
     long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
     long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
-    for (ptrdiff_t i = 0; i < M; ++i)                                                          \
-        for (ptrdiff_t j = 0; j < n; ++j) {                                                    \
-            long double s = 0, m = 0;                                                          \
-            for (ptrdiff_t k = 0; k < K; ++k) {                                                \
-                const long double ab = (long double)A[k * lda + i] * B[k * ldb + j];           \
-                s += ab;                                                                       \
-                m += fabsl(ab);                                                                \
-            }                                                                                  \
-            if (beta != 0) {                                                                   \
-                s += (long double)beta * C0[i * ldc + j];                                      \
-                m += fabsl((long double)beta * C0[i * ldc + j]);                               \
-            }                                                                                  \
-            ref[i * n + j] = s;                                                                \
-            mag[i * n + j] = m;                                                                \
-        }                                                                                      \
-    static const int isas[] = {4, 3, 0, -1};                                                   \
-    for (int t = 0; t < 4; ++t) {                                                              \
-        if (isas[t] > cells_panel_isa())                                                       \
-            continue;                                                                          \
-        REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
-        for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
-        if (isas[t] >= 0)                                                                      \
-            cells_panel_gemm_tn_##S(isas[t], M, n, K, A, lda, B, ldb, beta, C, ldc);           \
-        else                                                                                   \
-            cells_gemm_tn_##S(M, n, K, A, lda, B, ldb, beta, C, ldc);                          \
-        check_##S("gemm_tn", isas[t], M, n, K, beta, NULL, C, C0, ldc, lenC, ref, mag);        \
-        free(C - GUARD);                                                                       \
-    }                                                                                          \
+    reference_##S(&g, 1, lda, B, ldb, 1, C0, ldc, ref, mag);                                   \
+    every_blocking_##S("gemm_tn", &g, C0, ldc, lenC, ref, mag);                                \
     free(ref);                                                                                 \
     free(mag);                                                                                 \
     free(C0);                                                                                  \
