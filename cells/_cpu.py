@@ -141,7 +141,8 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             dh_step=np.empty((bS, nState), dtype) if projected else None,
             dh_steps=np.empty((sL, bS, nState), dtype) if projected else None,
             dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdWx=dLdWx, dLdWh=dLdWh, dLdW=dLdW,
-            dLdb=dLdb, dLdP=dLdP, dLdWproj=dLdWproj)
+            dLdb=dLdb, dLdP=dLdP, dLdWproj=dLdWproj,
+            dP_parts=None if P is None else np.empty((n_threads, *P.shape), dtype))
     check.consume_workspace(gates, aux if aux_kept else None)
     if W is not None:
         dLdWx, dLdWh = dLdW, None

@@ -26,8 +26,8 @@ cdef struct Loop:
     bint forward                # False: each row's valid steps run backwards in time
     bint keep                   # forward: keep every step's gates, c and aux for the backward
     int n_threads               # the parts (threads) to run on; each owns a block of the units
-    bint rows_split             # forward: each part owns a block of the batch rows instead, and
-                                # every unit (rows_split_forward)
+    bint rows_split             # each part owns a block of the batch rows instead, and every
+                                # unit (splits_rows)
 
     # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
     # weights_transposed, Wᵀ (PyTorch's layout: Wx and Wh are [G, ldw]); leading dimension ldw.
@@ -88,4 +88,6 @@ cdef struct Loop:
     void *dLdWh                 # like Wh            out (leading dimension ldw)
     void *dLdb                  # [G]                out or NULL: Σ dL/dz
     void *dLdP                  # like P             out or NULL
+    void *dP_parts              # [n_threads, blocks, nOut] scratch, with dLdP and rows_split:
+                                #                    each part's Σ dL/dP over its rows
     void *dLdWproj              # like Wproj         out (with Wproj)

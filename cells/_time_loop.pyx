@@ -22,8 +22,9 @@ weight gradients are one product per weight and part, each its own columns, on t
 reading the inputs and dz in place (gemm_tn; on BLAS for a gradient over TN_C_BYTES).
 Threads meet at a barrier only where a product needs columns that other threads wrote: once per
 step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
-the recurrent weights small (rows_split_forward), the forward splits the batch rows instead: part
-p runs every unit of its rows on its own packed copy of the weights, and meets no barrier.
+the recurrent weights small (splits_rows), a pass splits the batch rows instead: part p runs every
+unit of its rows on its own packed copy of the weights, and meets no barrier in the loop (the
+backward sums each part's dL/dP, a sum over the rows, after it; part_share says who owns what).
 
 The backward: only the dL/dh (and dL/dc) recurrence runs step by step; after the loop,
 dL/dx = dz·op(Wx)ᵀ, dL/dWx = Σ xᵀ·dz, dL/dWh = Σ hPrevᵀ·d and dL/db = Σ dz are products
@@ -31,8 +32,7 @@ over all steps. Each step's dz overwrites its gates once the step has read them:
 takes no memory beyond the forward's workspace.
 
 A reduction across a row's units inside a step (LayerNorm cells) would need each thread to own
-whole rows rather than a block of units: the forward's row split at every size, and one for the
-backward (whose per-unit parameter gradients, dL/dP, would then need a sum over the threads).
+whole rows rather than a block of units: the row split at every size.
 """
 cimport numpy as cnp
 from libc.math cimport INFINITY
@@ -118,6 +118,30 @@ cdef inline real *offset(const real *a, Py_ssize_t k) noexcept nogil:
     return <real *>a + k if a != NULL else NULL
 
 
+cdef struct Share:
+    # What one part of a pass owns: the batch rows [r0, r1), the units [j0, j0 + n) of every
+    # gate block and the state columns [s0, s0 + ns) (its units, unless the output is
+    # projected).
+    Py_ssize_t r0, r1, j0, n, s0, ns
+
+
+cdef inline Share part_share(const Loop *L, cells_part me) noexcept nogil:
+    """Part me's share of L: a block of the batch rows and every unit where L.rows_split, else
+    every row and a block of the units (and of the state columns)."""
+    cdef Share s
+    cdef Units units, states
+    if L.rows_split:
+        s.r0 = part_start(L.bS, me.part, me.nparts, 1)
+        s.r1 = part_start(L.bS, me.part + 1, me.nparts, 1)
+        s.j0, s.n, s.s0, s.ns = 0, L.nOut, 0, L.nState
+    else:
+        units, states = part_units(me, L.nOut), part_units(me, L.nState)
+        s.r0, s.r1 = 0, L.bS
+        s.j0, s.n = units.j0, units.j1 - units.j0
+        s.s0, s.ns = states.j0, states.j1 - states.j0
+    return s
+
+
 # ---------------------------------------------------------------------------------------------
 # Forward
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +195,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     # row: a batch row; slot = tau·bS + row: its place in the [sL, bS, ...] arrays;
     # at = row·nOut + j0: the thread's first unit of the row in the [bS, nOut] arrays;
     # hat = row·nState + s0: its first state column in the [bS, nState] arrays.
-    cdef Py_ssize_t r0, r1, j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot
+    cdef Py_ssize_t r0, r1, j0, n, s0, ns, k, t, row, tau, length, at, hat, slot
     # t1, tau0: the loop steps and first time index of an input-projection chunk; first: the
     # time index at gx's start.
     cdef Py_ssize_t t1, tau0, first = 0
@@ -183,20 +207,9 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef real *hnxt
     cdef real *cnxt
     cdef real *out
-    cdef Units units, mine
     cdef PackedWeights wx, wh, wproj
-    # What this thread owns: the rows [r0, r1), its units [j0, j1) and its state columns
-    # [s0, s0 + ns) (its units, unless the output is projected).
-    if L.rows_split:
-        r0, r1 = part_start(bS, me.part, me.nparts, 1), part_start(bS, me.part + 1, me.nparts, 1)
-        j0, j1, s0, ns = 0, nOut, 0, nState
-    else:
-        r0, r1 = 0, bS
-        units = part_units(me, nOut)
-        j0, j1 = units.j0, units.j1
-        mine = part_units(me, nState)
-        s0, ns = mine.j0, mine.j1 - mine.j0
-    n = j1 - j0
+    cdef Share mine = part_share(L, me)
+    r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
     wh = pack_gate_columns(L, Wh, nState, fam.gates, j0, n)
     if projected:
         wproj = pack_weights(Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
@@ -328,31 +341,35 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef real *dLdWh = <real *>L.dLdWh
     cdef real *dLdb = <real *>L.dLdb
     cdef real *dP = <real *>L.dLdP
+    cdef real *dP_parts = <real *>L.dP_parts
     cdef real *dLdWproj = <real *>L.dLdWproj
     cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = Wproj != NULL
+    cdef Py_ssize_t param_size = fam.param_blocks * nOut
     # as forward_loop's
-    cdef Py_ssize_t j0, j1, n, s0, ns, k, t, row, tau, length, at, hat, slot, prev, col
-    cdef Py_ssize_t c0, c1, end, i0, i1
+    cdef Py_ssize_t r0, r1, rows, j0, n, s0, ns, k, t, row, tau, length, at, hat, slot, prev
+    cdef Py_ssize_t col, c0, c1, end, i0, i1
     cdef const real *hprev
     cdef const real *cprev
     cdef real *d
-    cdef Units units, mine
+    cdef real *dPsum  # where this thread's steps accumulate dL/dP
+    cdef Units units
     cdef PackedWeights whT, wauxT, wprojT, wxT
-    units = part_units(me, nOut)
-    j0, j1 = units.j0, units.j1
-    n = j1 - j0
-    mine = part_units(me, nState)
-    s0, ns = mine.j0, mine.j1 - mine.j0
+    cdef Share mine = part_share(L, me)
+    r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
+    rows = r1 - r0
     whT = pack_gate_rows(L, Wh, 0, fam.h_blocks, s0, ns)
     if two_phases:
         wauxT = pack_gate_rows(L, Wh, fam.h_blocks, fam.gates, j0, n)
     if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
         wprojT = pack_weights(Wproj + j0 * nState, 0, 1, nState, n, nState, TRANSPOSED)
+    # dL/dP sums over the rows: with the rows split, each thread sums its own rows in its row
+    # of dP_parts, and the rows are added up after the loop.
+    dPsum = offset(dP_parts, me.part * param_size) if L.rows_split else dP
     if dP != NULL:
         for k in range(fam.param_blocks):
-            zero_units(n, dP + k * nOut + j0)
-    for row in range(bS):
+            zero_units(n, dPsum + k * nOut + j0)
+    for row in range(r0, r1):
         hat = row * nState + s0
         if dLdhL != NULL:
             copy_units(ns, dLdhL + hat, dh + hat)
@@ -370,7 +387,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         if projected:
             # The step's whole dL/dh (carried + arriving), then dL/dm = dL/dh·Wprojᵀ; the
             # carried dL/dh restarts at 0 for the rows that run this step.
-            for row in range(bS):
+            for row in range(r0, r1):
                 length = row_len(L.seq_len, row, sL)
                 hat = row * nState + s0
                 if t >= length:
@@ -383,9 +400,11 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                     add_units(ns, dLdh + slot * nState + s0, dh_step + hat)
                 copy_units(ns, dh_step + hat, dh_steps + slot * nState + s0)
                 zero_units(ns, dh + hat)
-            cells_barrier(me)  # every thread's columns of dh_step are in place
-            gemm_packed(bS, dh_step, nState, wprojT, 0, OVERWRITE, dm + j0, nOut)
-        for row in range(bS):
+            if not L.rows_split:
+                cells_barrier(me)  # every thread's columns of dh_step are in place
+            gemm_packed(rows, dh_step + r0 * nState, nState, wprojT, 0, OVERWRITE,
+                        dm + r0 * nOut + j0, nOut)
+        for row in range(r0, r1):
             length = row_len(L.seq_len, row, sL)
             at = row * nOut + j0
             if t >= length:
@@ -413,11 +432,13 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                           NULL if projected else hprev, cprev,
                           offset(c, slot * nOut + j0), offset(P, j0), d + row * G + j0,
                           dm + at if projected else dh + at, offset(dc, at),
-                          offset(dP, j0))
-        cells_barrier(me)  # every thread's part of this step's d is in place
+                          offset(dPsum, j0))
+        if not L.rows_split:
+            cells_barrier(me)  # every thread's part of this step's d is in place
         if two_phases:
-            gemm_packed(bS, d + fam.h_blocks * nOut, G, wauxT, 0, OVERWRITE, daux + j0, nOut)
-            for row in range(bS):
+            gemm_packed(rows, d + r0 * G + fam.h_blocks * nOut, G, wauxT, 0, OVERWRITE,
+                        daux + r0 * nOut + j0, nOut)
+            for row in range(r0, r1):
                 length = row_len(L.seq_len, row, sL)
                 if t >= length:
                     continue
@@ -432,19 +453,28 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                               offset(dLdgates, slot * G + j0), gates + slot * G + j0,
                               aux + slot * nOut + j0, daux + at, hprev, NULL, NULL,
                               offset(P, j0), d + row * G + j0, dh + at, NULL,
-                              offset(dP, j0))
-            cells_barrier(me)  # every thread's part of d is complete
+                              offset(dPsum, j0))
+            if not L.rows_split:
+                cells_barrier(me)  # every thread's part of d is complete
         # dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev.
-        gemm_packed(bS, d, G, whT, 0, ACCUMULATE, dh + s0, nState)
-    cells_barrier(me)  # the dz (and aux) of every step are complete
+        gemm_packed(rows, d + r0 * G, G, whT, 0, ACCUMULATE, dh + r0 * nState + s0, nState)
+    # From here on every thread computes its own block of each gradient's columns, however
+    # the loop split the work.
+    cells_barrier(me)  # the dz (and aux) of every step, and every thread's dP_parts, are complete
+    if dP != NULL and L.rows_split:  # dL/dP = Σ over the threads' sums, this thread's units
+        units = part_units(me, nOut)
+        for k in range(fam.param_blocks):
+            sum_rows(me.nparts, units.j1 - units.j0, dP_parts + k * nOut + units.j0,
+                     param_size, dP + k * nOut + units.j0)
     free_packed(&whT)
     if two_phases:
         free_packed(&wauxT)
     if projected:
         free_packed(&wprojT)
-        # dL/dWproj = Σ mᵀ·dL/dh over every step, this thread's state columns.
-        weight_grad(False, nOut, ns, SB, m, nOut, dh_steps + s0, nState, OVERWRITE,
-                    dLdWproj + s0, nState)
+        # dL/dWproj = Σ mᵀ·dL/dh over every step, this thread's block of the state columns.
+        units = part_units(me, nState)
+        weight_grad(False, nOut, units.j1 - units.j0, SB, m, nOut, dh_steps + units.j0,
+                    nState, OVERWRITE, dLdWproj + units.j0, nState)
 
     # dL/dx = dz·op(Wx)ᵀ, this thread's input columns [i0, i1) (unless it is not wanted),
     # on op(Wx)ᵀ packed: dz is read as it is, where BLAS would copy it whole per thread.
@@ -502,18 +532,22 @@ cpdef Py_ssize_t projection_chunk_steps(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t
     return min(sL, max(1, PROJECTION_CHUNK_BYTES // step_bytes))
 
 
-# The forward splits the batch rows between the threads instead of the units where every thread
-# gets at least MIN_ROWS_PER_THREAD rows and can keep its own packed copy of all the recurrent
-# weights (and Wproj) in L2 (ROW_SPLIT_WEIGHT_BYTES): then no thread waits for another at any
-# step. (The backward always splits the units.)
+# A pass splits the batch rows between the threads instead of the units (L.rows_split) where
+# every thread gets at least MIN_ROWS_PER_THREAD rows and can keep its own packed copy of all the
+# recurrent weights (and Wproj) in L2 (ROW_SPLIT_WEIGHT_BYTES): then no thread waits for another
+# at any step. The backward's packed weights are the same sizes, transposed.
 cdef enum:
     MIN_ROWS_PER_THREAD = 16
     ROW_SPLIT_WEIGHT_BYTES = 512 * 1024
 
 
-cdef bint rows_split_forward(const Loop *L, Py_ssize_t itemsize) noexcept:
-    cdef Py_ssize_t weights = L.nState * L.G + (L.nOut * L.nState if L.Wproj != NULL else 0)
-    return (L.n_threads > 1 and L.bS >= L.n_threads * MIN_ROWS_PER_THREAD
+cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t nState,
+                       Py_ssize_t gates, bint projected, Py_ssize_t itemsize):
+    """Whether a pass on n_threads over bS rows splits the rows (L.rows_split), for a family of
+    `gates` gate blocks, nState state columns (nOut, or nProj when `projected`) and elements of
+    `itemsize` bytes."""
+    cdef Py_ssize_t weights = nState * gates * nOut + (nOut * nState if projected else 0)
+    return (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
             and weights * itemsize <= ROW_SPLIT_WEIGHT_BYTES)
 
 
@@ -629,7 +663,8 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.chunk_steps = projection_chunk_steps(sL, bS, G, dtype.itemsize,
                                            not forward and seq_len is not None)
     L.gx_steps = sL if keep else L.chunk_steps
-    L.rows_split = rows_split_forward(&L, dtype.itemsize)
+    L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, L.Wproj != NULL,
+                               dtype.itemsize)
     L.gx = data(dtype, "gx", gx, L.gx_steps * bS * G, True, True)
     L.gh = data(dtype, "gh", gh, bS * G, True, True)
     L.hs = data(dtype, "hs", hs, 2 * H, True, True)
@@ -652,12 +687,13 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
              Wproj=None, Py_ssize_t nProj=0, cI=None, h, c=None, gates, aux=None, m=None,
              dLdh=None, dLdhL=None, dLdcL=None, dLdgates=None, d, daux=None, ms=None,
              dh_step=None, dh_steps=None, dLdx, dLdhI, dLdcI=None, dLdWx=None, dLdWh=None,
-             dLdW=None, dLdb=None, dLdP=None, dLdWproj=None, double clip=INFINITY,
-             int activation=0, lstm_acts=LSTM_ACTIVATIONS):
+             dLdW=None, dLdb=None, dLdP=None, dP_parts=None, dLdWproj=None,
+             double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
     """Run the backward pass of `family` on its forward's workspace (h, c, gates, aux and m of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
     with gradients. dLdx None skips dL/dx. dLdW [G, nOut + nIn] goes with W; m, ms, dh_step,
-    dh_steps and dLdWproj with Wproj."""
+    dh_steps and dLdWproj with Wproj. dP_parts [n_threads, blocks, nOut] goes with dLdP: each
+    thread's sum of dL/dP over its rows where the pass splits the rows (scratch)."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
@@ -666,7 +702,9 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, SB = sL * bS
     cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = L.Wproj != NULL
-    L.keep, L.rows_split = True, False
+    L.keep = True
+    L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, L.Wproj != NULL,
+                               dtype.itemsize)
     L.x = data(dtype, "x", x, SB * nIn, True)
     L.hI = data(dtype, "hI", hI, H, True)
     L.cI = data(dtype, "cI", cI, S, fam.cell_state)
@@ -695,6 +733,8 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
         L.dLdWh = data(dtype, "dLdWh", dLdWh, L.nState * G, True, True)
     L.dLdb = data(dtype, "dLdb", dLdb, G, False, True)
     L.dLdP = data(dtype, "dLdP", dLdP, fam.param_blocks * nOut, False, True)
+    L.dP_parts = data(dtype, "dP_parts", dP_parts, n_threads * fam.param_blocks * nOut,
+                      L.rows_split and L.dLdP != NULL, True)
     L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32
     with nogil:

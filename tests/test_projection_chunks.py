@@ -4,8 +4,8 @@ sequence (here 3 of 7: chunks of 3, 3 and 1), the GRU (both variants, its two-ph
 included) and the LSTM (peepholes, projection) against their float64 references, forward and
 reverse, with and without seq_len, inference and training (forward with its workspace, then the
 backward), on 1 and 2 threads. On 2 threads these batches (170 and 227 rows, small weights) also
-run the forward with the batch rows split between the threads (rows_split_forward), which
-smaller batches do not.
+run both passes with the batch rows split between the threads (_time_loop.splits_rows; every
+family at the smallest batches that split: tests/test_rows_split.py).
 
 The other tests run shapes small enough that one chunk holds every step."""
 import numpy as np

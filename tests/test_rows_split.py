@@ -1,0 +1,128 @@
+"""Passes that split the batch rows between the threads (cells/_time_loop.pyx, splits_rows):
+each thread runs every unit of its own rows, forward and backward, and the backward adds up the
+threads' sums of dL/dP (the GRU's bh_c, the LSTM's peepholes) after the loop.
+
+Every family (the GRU's two variants, one of them two-phase; the LSTM plain, with peepholes and
+projected; the LLTM, in PyTorch's weight layout; the RNN), at batch sizes that split (32 rows:
+16 + 16, the smallest; 37: 18 + 19; 50 on 3 threads: 16 + 17 + 17), forward and reverse, with
+and without seq_len, against the float64 references: h, the final states and every gradient.
+The other tests run batches too small to split, except tests/test_projection_chunks.py."""
+import numpy as np
+import pytest
+
+import cells
+from cells import _time_loop
+from gru_reference import F64_TOL, assert_close, gru_masked_backward, gru_masked_forward
+from gru_reference import make_seq_problem
+from lltm_reference import lltm_seq_backward, lltm_seq_forward, make_lltm_problem
+from lstm_reference import lstm_time_loop_backward, lstm_time_loop_forward, make_lstm_problem
+from rnn_reference import make_rnn_problem, rnn_seq_backward, rnn_seq_forward
+
+sL, nIn, nOut = 5, 6, 16
+# (bS, n_threads): batches that split, the first at the smallest size that does.
+SPLITS = [(32, 2), (37, 2), (50, 3)]
+GATES = {"gru": 3, "lstm": 4, "lltm": 3, "rnn": 1}
+
+
+def _seq_len(bS, with_lengths):
+    """None, or lengths 0 .. sL over the rows (every thread gets full, empty and partial rows)."""
+    return np.arange(bS, dtype=np.int64) % (sL + 1) if with_lengths else None
+
+
+def _full(seq_len, bS):
+    return np.full(bS, sL) if seq_len is None else seq_len
+
+
+def _check(results, references, names):
+    for name, got, expected in zip(names, results, references):
+        assert_close(got, expected, F64_TOL, name, np.float64)
+
+
+def run_gru(rng, bS, seq_len, forward, n_threads, lbr):
+    x, hI, Wx, Wh, b, dLdh, dLdhL = make_seq_problem(rng, sL, bS, nIn, nOut, two_biases=True)
+    lengths = _full(seq_len, bS)
+    kwargs = dict(linear_before_reset=lbr, seq_len=seq_len, forward=forward, n_threads=n_threads)
+    h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, return_workspace=True, **kwargs)
+    _check([h], gru_masked_forward(x, hI, Wx, Wh, b, lengths, forward, lbr), ["h"])
+    grads = cells.gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhL, workspace=ws, **kwargs)
+    _check(grads, gru_masked_backward(x, hI, Wx, Wh, b, lengths, dLdh, dLdhL, forward, lbr),
+           ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"))
+
+
+def run_lstm(rng, bS, seq_len, forward, n_threads, peepholes, n_proj):
+    p = make_lstm_problem(rng, sL, bS, nIn, nOut, peepholes=peepholes, n_proj=n_proj)
+    weights = (p["x"], p["Wx"], p["Wr"], p["b"], p["hI"], p["cI"])
+    kwargs = dict(Wp=p["Wp"], Wproj=p["Wproj"], seq_len=seq_len, forward=forward,
+                  n_threads=n_threads)
+    h, hL, cL, ws = cells.lstmLayerTimeLoop(*weights, return_workspace=True, **kwargs)
+    _check((h, hL, cL), lstm_time_loop_forward(*weights, p["Wp"], seq_len, forward=forward,
+                                               Wproj=p["Wproj"]), ("h", "hL", "cL"))
+    grads = cells.lstmLayerTimeLoopBp(*weights, p["dLdh"], dLdhL=p["dLdhL"], dLdcL=p["dLdcL"],
+                                      workspace=ws, **kwargs)
+    ref = lstm_time_loop_backward(*weights, p["dLdh"], p["dLdhL"], p["dLdcL"], p["Wp"],
+                                  seq_len, forward=forward, Wproj=p["Wproj"])
+    names = ("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI", "dLdWp", "dLdWproj")
+    assert len(grads) == len(ref) == (8 if n_proj else 7)
+    if not peepholes:  # no dL/dWp (the reference's is that of zero peepholes)
+        assert grads.dLdWp is None
+        names, grads, ref = (list(a[:6]) + list(a[7:]) for a in (names, grads, ref))
+    _check(grads, ref, names)
+
+
+def run_lltm(rng, bS, seq_len, forward, n_threads):
+    x, W, b, hI, cI, dLdh, dLdhL, dLdcL = make_lltm_problem(rng, sL, bS, nIn, nOut)
+    kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
+    h, hL, cL, ws = cells.lltmTimeLoop(x, W, b, hI, cI, return_workspace=True, **kwargs)
+    _check((h, hL, cL), lltm_seq_forward(x, W, b, hI, cI, seq_len, forward), ("h", "hL", "cL"))
+    grads = cells.lltmTimeLoopBp(x, W, b, hI, cI, dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
+                                 workspace=ws, **kwargs)
+    _check(grads, lltm_seq_backward(x, W, b, hI, cI, dLdh, dLdhL, dLdcL, seq_len, forward),
+           ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"))
+
+
+def run_rnn(rng, bS, seq_len, forward, n_threads):
+    x, hI, Wx, Wh, b, dLdh, dLdhL = make_rnn_problem(rng, sL, bS, nIn, nOut, two_biases=True)
+    kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
+    h, ws = cells.rnnTimeLoop(x, hI, Wx, Wh, b, return_workspace=True, **kwargs)
+    _check([h], rnn_seq_forward(x, hI, Wx, Wh, b, "tanh", seq_len, forward), ["h"])
+    grads = cells.rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhL, workspace=ws, **kwargs)
+    _check(grads, rnn_seq_backward(x, hI, Wx, Wh, b, dLdh, dLdhL, "tanh", seq_len, forward),
+           ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"))
+
+
+CASES = {
+    "gru_reset_before": ("gru", lambda *a: run_gru(*a, lbr=False)),
+    "gru_linear_before_reset": ("gru", lambda *a: run_gru(*a, lbr=True)),
+    "lstm": ("lstm", lambda *a: run_lstm(*a, peepholes=False, n_proj=None)),
+    "lstm_peepholes": ("lstm", lambda *a: run_lstm(*a, peepholes=True, n_proj=None)),
+    "lstm_projected": ("lstm", lambda *a: run_lstm(*a, peepholes=True, n_proj=8)),
+    "lltm": ("lltm", run_lltm),
+    "rnn": ("rnn", run_rnn),
+}
+
+
+@pytest.mark.parametrize("with_lengths", [False, True], ids=["full", "seq_len"])
+@pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
+@pytest.mark.parametrize("bS,n_threads", SPLITS)
+@pytest.mark.parametrize("case", CASES)
+def test_rows_split_against_the_reference(case, bS, n_threads, forward, with_lengths):
+    family, run = CASES[case]
+    nState = 8 if case == "lstm_projected" else nOut
+    assert _time_loop.splits_rows(n_threads, bS, nOut, nState, GATES[family],
+                                  case == "lstm_projected", 8)
+    run(np.random.default_rng(bS + 7 * n_threads), bS, _seq_len(bS, with_lengths), forward,
+        n_threads)
+
+
+def test_which_passes_split_rows():
+    """More than one thread, at least 16 rows each, and every thread's copy of the recurrent
+    weights (and Wproj) within 512 KiB. Arguments: n_threads, bS, nOut, nState, gates,
+    projected, itemsize."""
+    splits = _time_loop.splits_rows
+    assert splits(2, 32, 128, 128, 4, False, 4)          # LSTM H=128, float: 256 KiB
+    assert not splits(2, 31, 128, 128, 4, False, 4)      # one thread would get 15 rows
+    assert not splits(1, 64, 128, 128, 4, False, 4)      # one thread
+    assert splits(3, 48, 128, 128, 4, False, 8)          # double: 512 KiB, the most
+    assert splits(2, 64, 128, 128, 4, True, 4)           # + Wproj: 256 + 64 KiB
+    assert not splits(2, 64, 128, 128, 4, True, 8)       # double: 512 + 128 KiB
+    assert not splits(2, 64, 256, 256, 3, False, 4)      # GRU H=256, float: 768 KiB
