@@ -11,7 +11,7 @@ import numpy as np
 
 def on_gpu(a):
     """Whether `a` is a CuPy array (told by its type's module: CuPy need not be importable)."""
-    return type(a).__module__.startswith("cupy")
+    return type(a) is not np.ndarray and type(a).__module__.startswith("cupy")
 
 
 def array_module(a):

@@ -292,14 +292,17 @@ def _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_bet
 def activation(code_name, code, alpha_name, alpha, beta_name, beta):
     """(code, alpha, beta) of one activation, checked: the code an int of ACTIVATIONS, alpha
     and beta real numbers; the names are the arguments' (for the messages)."""
-    if isinstance(code, (bool, np.bool_)) or not isinstance(code, numbers.Integral):
+    # (int and float first: the common case needs no check against the numbers ABCs, a few µs
+    # of every call)
+    if isinstance(code, (bool, np.bool_)) or not isinstance(code, (int, numbers.Integral)):
         raise TypeError(f"{code_name}: expected an activation code, an int ({_CODES}), "
                         f"got {code!r}")
     if not 0 <= code < len(ACTIVATIONS):
         raise ValueError(f"{code_name}: expected an activation code in "
                          f"[0, {len(ACTIVATIONS) - 1}] ({_CODES}), got {code}")
     for name, value in ((alpha_name, alpha), (beta_name, beta)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (float, int,
+                                                                         numbers.Real)):
             raise TypeError(f"{name}: expected a float, got {value!r}")
     return int(code), float(alpha), float(beta)
 
