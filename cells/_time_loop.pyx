@@ -24,12 +24,14 @@ Threads meet at a barrier only where a product needs columns that other threads 
 step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
 the recurrent weights small (splits_rows), a pass splits the batch rows instead: part p runs every
 unit of its rows on its own packed copy of the weights, and meets no barrier in the loop (the
-backward sums each part's dL/dP, a sum over the rows, after it; part_share says who owns what).
+backward adds up the parts' sums over their rows, dL/db and dL/dP, after it; part_share says
+who owns what).
 
-The backward: only the dL/dh (and dL/dc) recurrence runs step by step; after the loop,
-dL/dx = dz·op(Wx)ᵀ, dL/dWx = Σ xᵀ·dz, dL/dWh = Σ hPrevᵀ·d and dL/db = Σ dz are products
-over all steps. Each step's dz overwrites its gates once the step has read them: a training step
-takes no memory beyond the forward's workspace.
+The backward: only the dL/dh (and dL/dc) recurrence runs step by step, with dL/db = Σ dz
+(and dL/dP) summed as each step's dz is written; after the loop, dL/dx = dz·op(Wx)ᵀ,
+dL/dWx = Σ xᵀ·dz and dL/dWh = Σ hPrevᵀ·d are products over all steps. Each step's dz
+overwrites its gates once the step has read them: a training step takes no memory beyond
+the forward's workspace.
 
 A reduction across a row's units inside a step (LayerNorm cells) would need each thread to own
 whole rows rather than a block of units: the row split at every size.
@@ -341,18 +343,21 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef real *dLdWh = <real *>L.dLdWh
     cdef real *dLdb = <real *>L.dLdb
     cdef real *dP = <real *>L.dLdP
-    cdef real *dP_parts = <real *>L.dP_parts
+    cdef real *part_sums = <real *>L.part_sums
     cdef real *dLdWproj = <real *>L.dLdWproj
     cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = Wproj != NULL
-    cdef Py_ssize_t param_size = fam.param_blocks * nOut
+    # The per-unit sums over the rows, dL/db then dL/dP (when wanted): blocks of nOut.
+    cdef Py_ssize_t sum_blocks = fam.gates + (fam.param_blocks if dP != NULL else 0)
     # as forward_loop's
     cdef Py_ssize_t r0, r1, rows, j0, n, s0, ns, k, t, row, tau, length, at, hat, slot, prev
     cdef Py_ssize_t col, c0, c1, end, i0, i1
     cdef const real *hprev
     cdef const real *cprev
     cdef real *d
-    cdef real *dPsum  # where this thread's steps accumulate dL/dP
+    cdef real *sums    # where this thread's steps accumulate dL/db, and
+    cdef real *dPsum   # dL/dP
+    cdef real *total
     cdef Units units
     cdef PackedWeights whT, wauxT, wprojT, wxT
     cdef Share mine = part_share(L, me)
@@ -363,9 +368,14 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         wauxT = pack_gate_rows(L, Wh, fam.h_blocks, fam.gates, j0, n)
     if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
         wprojT = pack_weights(Wproj + j0 * nState, 0, 1, nState, n, nState, TRANSPOSED)
-    # dL/dP sums over the rows: with the rows split, each thread sums its own rows in its row
-    # of dP_parts, and the rows are added up after the loop.
-    dPsum = offset(dP_parts, me.part * param_size) if L.rows_split else dP
+    # dL/db and dL/dP are sums over the rows, taken step by step while dz is in cache. With
+    # the rows split, each thread sums its own rows in its row of part_sums, and the rows are
+    # added up after the loop; else each sums its units' columns in place.
+    sums = offset(part_sums, me.part * sum_blocks * nOut) if L.rows_split else dLdb
+    dPsum = offset(sums, fam.gates * nOut) if L.rows_split and dP != NULL else dP
+    if sums != NULL:
+        for k in range(fam.gates):
+            zero_units(n, sums + k * nOut + j0)
     if dP != NULL:
         for k in range(fam.param_blocks):
             zero_units(n, dPsum + k * nOut + j0)
@@ -456,16 +466,26 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                               offset(dPsum, j0))
             if not L.rows_split:
                 cells_barrier(me)  # every thread's part of d is complete
+        if sums != NULL:  # dL/db += the step's dz
+            for row in range(r0, r1):
+                length = row_len(L.seq_len, row, sL)
+                if t < length:
+                    slot = step_time(t, length, L.forward) * bS + row
+                    for k in range(fam.gates):
+                        add_units(n, gates + slot * G + k * nOut + j0, sums + k * nOut + j0)
         # dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev.
         gemm_packed(rows, d + r0 * G, G, whT, 0, ACCUMULATE, dh + r0 * nState + s0, nState)
     # From here on every thread computes its own block of each gradient's columns, however
     # the loop split the work.
-    cells_barrier(me)  # the dz (and aux) of every step, and every thread's dP_parts, are complete
-    if dP != NULL and L.rows_split:  # dL/dP = Σ over the threads' sums, this thread's units
+    cells_barrier(me)  # the dz (and aux) of every step, and every thread's part_sums, are complete
+    if L.rows_split and part_sums != NULL:  # Σ over the threads' sums, this thread's units
         units = part_units(me, nOut)
-        for k in range(fam.param_blocks):
-            sum_rows(me.nparts, units.j1 - units.j0, dP_parts + k * nOut + units.j0,
-                     param_size, dP + k * nOut + units.j0)
+        for k in range(sum_blocks):
+            total = offset(dLdb, k * nOut) if k < fam.gates else \
+                offset(dP, (k - fam.gates) * nOut)
+            if total != NULL:
+                sum_rows(me.nparts, units.j1 - units.j0, part_sums + k * nOut + units.j0,
+                         sum_blocks * nOut, total + units.j0)
     free_packed(&whT)
     if two_phases:
         free_packed(&wauxT)
@@ -484,15 +504,13 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         wxT = pack_gate_rows(L, Wx, 0, fam.gates, i0, i1 - i0)
         project(SB, gates, G, wxT, NULL, dLdx + i0, nIn, 0)
         free_packed(&wxT)
-    # The weight and bias gradients, each one product over all steps for this thread's
-    # part [c0, c1) of the G gate columns. ds, free now, holds each thread's rows of
-    # prev_state_product's first steps.
+    # The weight gradients, each one product over all steps for this thread's part [c0, c1)
+    # of the G gate columns. ds, free now, holds each thread's rows of prev_state_product's
+    # first steps.
     c0 = part_start(G, me.part, me.nparts, 16)
     c1 = part_start(G, me.part + 1, me.nparts, 16)
     weight_grad(L.weights_transposed, nIn, c1 - c0, SB, x, nIn, gates + c0, G, OVERWRITE,
                 gate_columns(L, dLdWx, c0), L.ldw)
-    if dLdb != NULL:
-        sum_rows(SB, c1 - c0, gates + c0, G, dLdb + c0)
     col = c0
     while col < c1:  # the recurrent weight's, in runs of columns of one kind
         k = col // nOut
@@ -687,13 +705,14 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
              Wproj=None, Py_ssize_t nProj=0, cI=None, h, c=None, gates, aux=None, m=None,
              dLdh=None, dLdhL=None, dLdcL=None, dLdgates=None, d, daux=None, ms=None,
              dh_step=None, dh_steps=None, dLdx, dLdhI, dLdcI=None, dLdWx=None, dLdWh=None,
-             dLdW=None, dLdb=None, dLdP=None, dP_parts=None, dLdWproj=None,
+             dLdW=None, dLdb=None, dLdP=None, part_sums=None, dLdWproj=None,
              double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
     """Run the backward pass of `family` on its forward's workspace (h, c, gates, aux and m of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
     with gradients. dLdx None skips dL/dx. dLdW [G, nOut + nIn] goes with W; m, ms, dh_step,
-    dh_steps and dLdWproj with Wproj. dP_parts [n_threads, blocks, nOut] goes with dLdP: each
-    thread's sum of dL/dP over its rows where the pass splits the rows (scratch)."""
+    dh_steps and dLdWproj with Wproj. part_sums [n_threads, gates (+ blocks with dLdP), nOut]
+    is scratch for a pass that splits the rows (with dLdb or dLdP): each thread's sums of dL/db
+    and dL/dP over its rows."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
@@ -733,8 +752,10 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
         L.dLdWh = data(dtype, "dLdWh", dLdWh, L.nState * G, True, True)
     L.dLdb = data(dtype, "dLdb", dLdb, G, False, True)
     L.dLdP = data(dtype, "dLdP", dLdP, fam.param_blocks * nOut, False, True)
-    L.dP_parts = data(dtype, "dP_parts", dP_parts, n_threads * fam.param_blocks * nOut,
-                      L.rows_split and L.dLdP != NULL, True)
+    L.part_sums = data(dtype, "part_sums", part_sums,
+                       n_threads * (fam.gates + (fam.param_blocks if dLdP is not None else 0))
+                       * nOut,
+                       L.rows_split and (L.dLdb != NULL or L.dLdP != NULL), True)
     L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32
     with nogil:
