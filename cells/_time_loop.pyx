@@ -481,8 +481,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     if L.rows_split and part_sums != NULL:  # Σ over the threads' sums, this thread's units
         units = part_units(me, nOut)
         for k in range(sum_blocks):
-            total = offset(dLdb, k * nOut) if k < fam.gates else \
-                offset(dP, (k - fam.gates) * nOut)
+            total = offset(dLdb, k * nOut) if k < fam.gates else offset(dP, (k - fam.gates) * nOut)
             if total != NULL:
                 sum_rows(me.nparts, units.j1 - units.j0, part_sums + k * nOut + units.j0,
                          sum_blocks * nOut, total + units.j0)
@@ -681,7 +680,7 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.chunk_steps = projection_chunk_steps(sL, bS, G, dtype.itemsize,
                                            not forward and seq_len is not None)
     L.gx_steps = sL if keep else L.chunk_steps
-    L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, L.Wproj != NULL,
+    L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, projected,
                                dtype.itemsize)
     L.gx = data(dtype, "gx", gx, L.gx_steps * bS * G, True, True)
     L.gh = data(dtype, "gh", gh, bS * G, True, True)
@@ -722,7 +721,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = L.Wproj != NULL
     L.keep = True
-    L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, L.Wproj != NULL,
+    L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, projected,
                                dtype.itemsize)
     L.x = data(dtype, "x", x, SB * nIn, True)
     L.hI = data(dtype, "hI", hI, H, True)
