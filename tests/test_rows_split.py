@@ -5,15 +5,18 @@ threads' sums of dL/dP (the GRU's bh_c, the LSTM's peepholes) after the loop.
 Every family (the GRU's two variants, one of them two-phase; the LSTM plain, with peepholes and
 projected; the LLTM, in PyTorch's weight layout; the RNN), at batch sizes that split (32 rows:
 16 + 16, the smallest; 37: 18 + 19; 50 on 3 threads: 16 + 17 + 17), forward and reverse, with
-and without seq_len, against the float64 references: h, the final states and every gradient.
-The other tests run batches too small to split, except tests/test_projection_chunks.py."""
+and without seq_len, in float64 and float32, against the float64 references: h, the final
+states and every gradient. The other tests run batches too small to split, except
+tests/test_projection_chunks.py."""
 import numpy as np
 import pytest
 
 import cells
 from cells import _time_loop
-from gru_reference import F64_TOL, assert_close, gru_masked_backward, gru_masked_forward
-from gru_reference import make_seq_problem
+from gru_reference import (
+    F32_FWD_TOL, F32_SEQ_GRAD_TOL, F64_TOL, assert_close, gru_masked_backward, gru_masked_forward,
+    make_seq_problem, to_dtype,
+)
 from lltm_reference import lltm_seq_backward, lltm_seq_forward, make_lltm_problem
 from lstm_reference import lstm_time_loop_backward, lstm_time_loop_forward, make_lstm_problem
 from rnn_reference import make_rnn_problem, rnn_seq_backward, rnn_seq_forward
@@ -33,30 +36,42 @@ def _full(seq_len, bS):
     return np.full(bS, sL) if seq_len is None else seq_len
 
 
-def _check(results, references, names):
+# float32 against the float64 reference of the same float32 inputs: gru_reference.py's
+# tolerances, justified there for weight sums of up to 35 terms; here they sum up to sL·bS = 250.
+# Measured over every case here (deterministic: fixed seeds, a fixed split): forward <= 1.9e-6
+# (5x under F32_FWD_TOL), gradients <= 1.2e-5 relative to their scale (2.5x under
+# F32_SEQ_GRAD_TOL).
+TOLERANCES = {np.float64: (F64_TOL, F64_TOL), np.float32: (F32_FWD_TOL, F32_SEQ_GRAD_TOL)}
+
+
+def _check(results, references, names, dtype, gradients):
+    tol = TOLERANCES[dtype][1 if gradients else 0]
     for name, got, expected in zip(names, results, references):
-        assert_close(got, expected, F64_TOL, name, np.float64)
+        assert_close(got, expected, tol, name, dtype)
 
 
-def run_gru(rng, bS, seq_len, forward, n_threads, lbr):
-    x, hI, Wx, Wh, b, dLdh, dLdhL = make_seq_problem(rng, sL, bS, nIn, nOut, two_biases=True)
+def run_gru(rng, bS, seq_len, forward, n_threads, dtype, lbr):
+    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_seq_problem(rng, sL, bS, nIn, nOut,
+                                                              two_biases=True), dtype)
     lengths = _full(seq_len, bS)
     kwargs = dict(linear_before_reset=lbr, seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, return_workspace=True, **kwargs)
-    _check([h], gru_masked_forward(x, hI, Wx, Wh, b, lengths, forward, lbr), ["h"])
+    _check([h], gru_masked_forward(x, hI, Wx, Wh, b, lengths, forward, lbr), ["h"], dtype,
+           False)
     grads = cells.gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhL, workspace=ws, **kwargs)
     _check(grads, gru_masked_backward(x, hI, Wx, Wh, b, lengths, dLdh, dLdhL, forward, lbr),
-           ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"))
+           ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), dtype, True)
 
 
-def run_lstm(rng, bS, seq_len, forward, n_threads, peepholes, n_proj):
+def run_lstm(rng, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj):
     p = make_lstm_problem(rng, sL, bS, nIn, nOut, peepholes=peepholes, n_proj=n_proj)
+    p = dict(zip(p, to_dtype(p.values(), dtype)))
     weights = (p["x"], p["Wx"], p["Wr"], p["b"], p["hI"], p["cI"])
     kwargs = dict(Wp=p["Wp"], Wproj=p["Wproj"], seq_len=seq_len, forward=forward,
                   n_threads=n_threads)
     h, hL, cL, ws = cells.lstmLayerTimeLoop(*weights, return_workspace=True, **kwargs)
     _check((h, hL, cL), lstm_time_loop_forward(*weights, p["Wp"], seq_len, forward=forward,
-                                               Wproj=p["Wproj"]), ("h", "hL", "cL"))
+                                               Wproj=p["Wproj"]), ("h", "hL", "cL"), dtype, False)
     grads = cells.lstmLayerTimeLoopBp(*weights, p["dLdh"], dLdhL=p["dLdhL"], dLdcL=p["dLdcL"],
                                       workspace=ws, **kwargs)
     ref = lstm_time_loop_backward(*weights, p["dLdh"], p["dLdhL"], p["dLdcL"], p["Wp"],
@@ -66,28 +81,32 @@ def run_lstm(rng, bS, seq_len, forward, n_threads, peepholes, n_proj):
     if not peepholes:  # no dL/dWp (the reference's is that of zero peepholes)
         assert grads.dLdWp is None
         names, grads, ref = (list(a[:6]) + list(a[7:]) for a in (names, grads, ref))
-    _check(grads, ref, names)
+    _check(grads, ref, names, dtype, True)
 
 
-def run_lltm(rng, bS, seq_len, forward, n_threads):
-    x, W, b, hI, cI, dLdh, dLdhL, dLdcL = make_lltm_problem(rng, sL, bS, nIn, nOut)
+def run_lltm(rng, bS, seq_len, forward, n_threads, dtype):
+    x, W, b, hI, cI, dLdh, dLdhL, dLdcL = to_dtype(make_lltm_problem(rng, sL, bS, nIn, nOut),
+                                                   dtype)
     kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, hL, cL, ws = cells.lltmTimeLoop(x, W, b, hI, cI, return_workspace=True, **kwargs)
-    _check((h, hL, cL), lltm_seq_forward(x, W, b, hI, cI, seq_len, forward), ("h", "hL", "cL"))
+    _check((h, hL, cL), lltm_seq_forward(x, W, b, hI, cI, seq_len, forward), ("h", "hL", "cL"),
+           dtype, False)
     grads = cells.lltmTimeLoopBp(x, W, b, hI, cI, dLdh, dLdhL=dLdhL, dLdcL=dLdcL,
                                  workspace=ws, **kwargs)
     _check(grads, lltm_seq_backward(x, W, b, hI, cI, dLdh, dLdhL, dLdcL, seq_len, forward),
-           ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"))
+           ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"), dtype, True)
 
 
-def run_rnn(rng, bS, seq_len, forward, n_threads):
-    x, hI, Wx, Wh, b, dLdh, dLdhL = make_rnn_problem(rng, sL, bS, nIn, nOut, two_biases=True)
+def run_rnn(rng, bS, seq_len, forward, n_threads, dtype):
+    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_rnn_problem(rng, sL, bS, nIn, nOut,
+                                                              two_biases=True), dtype)
     kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, ws = cells.rnnTimeLoop(x, hI, Wx, Wh, b, return_workspace=True, **kwargs)
-    _check([h], rnn_seq_forward(x, hI, Wx, Wh, b, "tanh", seq_len, forward), ["h"])
+    _check([h], rnn_seq_forward(x, hI, Wx, Wh, b, "tanh", seq_len, forward), ["h"], dtype,
+           False)
     grads = cells.rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhL, workspace=ws, **kwargs)
     _check(grads, rnn_seq_backward(x, hI, Wx, Wh, b, dLdh, dLdhL, "tanh", seq_len, forward),
-           ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"))
+           ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), dtype, True)
 
 
 CASES = {
@@ -101,17 +120,18 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("with_lengths", [False, True], ids=["full", "seq_len"])
 @pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
 @pytest.mark.parametrize("bS,n_threads", SPLITS)
 @pytest.mark.parametrize("case", CASES)
-def test_rows_split_against_the_reference(case, bS, n_threads, forward, with_lengths):
+def test_rows_split_against_the_reference(case, bS, n_threads, forward, with_lengths, dtype):
     family, run = CASES[case]
     nState = 8 if case == "lstm_projected" else nOut
     assert _time_loop.splits_rows(n_threads, bS, nOut, nState, GATES[family],
-                                  case == "lstm_projected", 8)
+                                  case == "lstm_projected", np.dtype(dtype).itemsize)
     run(np.random.default_rng(bS + 7 * n_threads), bS, _seq_len(bS, with_lengths), forward,
-        n_threads)
+        n_threads, dtype)
 
 
 def test_which_passes_split_rows():
