@@ -25,8 +25,8 @@ cdef struct Loop:
     const int64_t *seq_len      # [bS] or NULL: every row runs all sL steps
     bint forward                # False: each row's valid steps run backwards in time
     bint keep                   # forward: keep every step's gates, c and aux for the backward
-    int n_threads               # the parts (threads) to run on; each owns a block of the units
-    bint rows_split             # each part owns a block of the batch rows instead, and every
+    int n_threads               # the parts (threads) to run on; each owns a block of the units,
+    bint rows_split             # or, where this is set, a block of the batch rows and every
                                 # unit (splits_rows)
 
     # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
