@@ -142,7 +142,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             dh_steps=np.empty((sL, bS, nState), dtype) if projected else None,
             dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdWx=dLdWx, dLdWh=dLdWh, dLdW=dLdW,
             dLdb=dLdb, dLdP=dLdP, dLdWproj=dLdWproj,
-            part_sums=np.empty((n_threads, G + (0 if P is None else P.size)), dtype))
+            part_sums=np.empty((n_threads, (n_gates + fam.param_blocks) * nOut), dtype))
     check.consume_workspace(gates, aux if aux_kept else None)
     if W is not None:
         dLdWx, dLdWh = dLdW, None

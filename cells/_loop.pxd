@@ -88,7 +88,7 @@ cdef struct Loop:
     void *dLdWh                 # like Wh            out (leading dimension ldw)
     void *dLdb                  # [G]                out or NULL: Σ dL/dz
     void *dLdP                  # like P             out or NULL
-    void *part_sums             # [n_threads, gates (+ blocks with dLdP), nOut] scratch with
-                                #                    rows_split: each part's Σ dL/db (and
-                                #                    Σ dL/dP) over its rows
+    void *part_sums             # [n_threads, gates + blocks, nOut] scratch with rows_split:
+                                #                    each part's Σ dL/db and Σ dL/dP over its
+                                #                    rows
     void *dLdWproj              # like Wproj         out (with Wproj)

@@ -60,13 +60,10 @@ cdef inline void weight_grad(bint transposed, Py_ssize_t m, Py_ssize_t n, Py_ssi
     transposed, its transpose Dᵀ·A + beta·W (a weight in PyTorch's [gates, inputs] layout).
     On cells' gemm_tn, which reads A and D in place, where W's m·n elements stay in L2
     (CELLS_PANEL_TN_C_BYTES); a larger one on BLAS, whose blocking is faster there."""
+    if transposed:  # Dᵀ·A: the same product with the operands swapped
+        m, n, A, lda, D, ldd = n, m, D, ldd, A, lda
     if m * n * sizeof(real) > CELLS_PANEL_TN_C_BYTES:
-        if transposed:
-            gemm(TRANSPOSED, AS_IS, n, m, rows, 1, D, ldd, A, lda, beta, W, ldw)
-        else:
-            gemm(TRANSPOSED, AS_IS, m, n, rows, 1, A, lda, D, ldd, beta, W, ldw)
-    elif transposed:
-        gemm_tn(n, m, rows, D, ldd, A, lda, beta, W, ldw)
+        gemm(TRANSPOSED, AS_IS, m, n, rows, 1, A, lda, D, ldd, beta, W, ldw)
     else:
         gemm_tn(m, n, rows, A, lda, D, ldd, beta, W, ldw)
 

@@ -347,8 +347,8 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef real *dLdWproj = <real *>L.dLdWproj
     cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = Wproj != NULL
-    # The per-unit sums over the rows, dL/db then dL/dP (when wanted): blocks of nOut.
-    cdef Py_ssize_t sum_blocks = fam.gates + (fam.param_blocks if dP != NULL else 0)
+    # The per-unit sums over the rows, dL/db then dL/dP: blocks of nOut.
+    cdef Py_ssize_t sum_blocks = fam.gates + fam.param_blocks
     # as forward_loop's
     cdef Py_ssize_t r0, r1, rows, j0, n, s0, ns, k, t, row, tau, length, at, hat, slot, prev
     cdef Py_ssize_t col, c0, c1, end, i0, i1
@@ -709,9 +709,9 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     """Run the backward pass of `family` on its forward's workspace (h, c, gates, aux and m of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
     with gradients. dLdx None skips dL/dx. dLdW [G, nOut + nIn] goes with W; m, ms, dh_step,
-    dh_steps and dLdWproj with Wproj. part_sums [n_threads, gates (+ blocks with dLdP), nOut]
-    is scratch for a pass that splits the rows (with dLdb or dLdP): each thread's sums of dL/db
-    and dL/dP over its rows."""
+    dh_steps and dLdWproj with Wproj. part_sums [n_threads, gates + blocks, nOut] is scratch
+    for a pass that splits the rows (with dLdb or dLdP): each thread's sums of dL/db and dL/dP
+    over its rows."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
@@ -752,8 +752,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     L.dLdb = data(dtype, "dLdb", dLdb, G, False, True)
     L.dLdP = data(dtype, "dLdP", dLdP, fam.param_blocks * nOut, False, True)
     L.part_sums = data(dtype, "part_sums", part_sums,
-                       n_threads * (fam.gates + (fam.param_blocks if dLdP is not None else 0))
-                       * nOut,
+                       n_threads * (fam.gates + fam.param_blocks) * nOut,
                        L.rows_split and (L.dLdb != NULL or L.dLdP != NULL), True)
     L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32

@@ -55,8 +55,9 @@
  * rows, whose vectors of B stay in L1 while they pass over every row of C (128 rows of 4
  * vectors: 32 KiB). It is for a C of up to CELLS_PANEL_TN_C_BYTES, which stays in L2 over the
  * whole of K. Measured against OpenBLAS's gemm (one thread, K = 1600-6400, alternated): for
- * such a C 1.2-1.5x as fast in float, 1.0-1.1x in double; for a C of 1-2 MiB (in blocks of
- * columns that each re-read A) 1.0x in float and 0.6-0.8x in double, so those go to BLAS. */
+ * such a C 1.2-1.5x as fast in float, 1.0-1.1x in double; for a C of 1-2 MiB (measured in
+ * blocks of columns that each re-read A) 1.0x in float and 0.6-0.8x in double, so those go to
+ * BLAS. */
 #define CELLS_PANEL_TN_ROWS 128
 #define CELLS_PANEL_TN_C_BYTES (512 * 1024)
 
