@@ -3,7 +3,9 @@
 # At every step a time loop multiplies the state (a few rows) by the same weight columns. A BLAS
 # gemm re-packs those weights on every call and is slow for few rows (sgemm [1,128]x[128,384]
 # ran at 2 GF/s); include/cells/panel.h multiplies a copy packed once, at the start of the call.
-# Each thread packs its own columns (its gate blocks' units) into memory of its own.
+# Each thread packs its own columns (its gate blocks' units) into memory of its own. A call of
+# one step (a cell) multiplies each weight once: it reads the ones that need no transposing in
+# place (weights_in_place), as packing them would take longer than that product.
 from libc.stdlib cimport free
 
 from cells._blas cimport AS_IS, OVERWRITE, real, gemm
@@ -25,6 +27,12 @@ cdef extern from "cells/panel.h" nogil:
     void cells_gemm_panels_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
                              Py_ssize_t lda, const double *P, const double *bias, double beta,
                              double *C, Py_ssize_t ldc)
+    void cells_gemm_nn_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
+                         Py_ssize_t lda, const float *B, Py_ssize_t ldb, const float *bias,
+                         float beta, float *C, Py_ssize_t ldc)
+    void cells_gemm_nn_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
+                         Py_ssize_t lda, const double *B, Py_ssize_t ldb, const double *bias,
+                         double beta, double *C, Py_ssize_t ldc)
     void cells_gemm_tn_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
                          Py_ssize_t lda, const float *B, Py_ssize_t ldb, float beta, float *C,
                          Py_ssize_t ldc)
@@ -45,7 +53,9 @@ cdef struct PackedWeights:
     const void *B
     Py_ssize_t step, ldb, K, n, blocks
     bint transB
-    void *P             # the blocks packed one after another, or NULL: BLAS multiplies B
+    bint in_place       # not packed: gemm_nn multiplies B where it is (weights_in_place)
+    void *P             # the blocks packed one after another, or NULL: in place, or (out of
+                        # memory) BLAS multiplies B
     size_t length       # elements of one packed block (panel.h's panel_len(K, n))
 
 
@@ -64,6 +74,7 @@ cdef inline PackedWeights pack_weights(const real *B, Py_ssize_t step, Py_ssize_
     cdef PackedWeights w
     cdef Py_ssize_t k
     w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB, w.P = B, step, ldb, K, n, blocks, transB, NULL
+    w.in_place = False
     w.length = _panel_len(B, K, n)
     if w.length == 0 or posix_memalign(&w.P, 64, blocks * w.length * sizeof(real)) != 0:
         w.P = NULL
@@ -76,13 +87,32 @@ cdef inline PackedWeights pack_weights(const real *B, Py_ssize_t step, Py_ssize_
     return w
 
 
+cdef inline PackedWeights weights_in_place(const real *B, Py_ssize_t step, Py_ssize_t blocks,
+                                           Py_ssize_t K, Py_ssize_t n,
+                                           Py_ssize_t ldb) noexcept nogil:
+    """The `blocks` blocks B + k·step [K, n] of a weight matrix (rows ldb apart), multiplied
+    where they are: for products that run once, which packing would slow down (a cell's; see
+    gemm_nn in include/cells/panel_impl.h). Nothing to free."""
+    cdef PackedWeights w
+    w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB, w.P = B, step, ldb, K, n, blocks, False, NULL
+    w.in_place, w.length = True, 0
+    return w
+
+
 cdef inline void gemm_packed(Py_ssize_t M, const real *A, Py_ssize_t lda, PackedWeights w,
                              Py_ssize_t k, real beta, real *C, Py_ssize_t ldc,
                              const real *bias=NULL) noexcept nogil:
     """C[M, n] = A[M, K]·op(B_k) (+ bias [n], to every row) + beta·C (beta 0: C is only
     written), block k of w."""
     cdef Py_ssize_t i, j
-    if w.P == NULL:
+    if w.in_place:
+        if real is float:
+            cells_gemm_nn_f(M, w.n, w.K, A, lda, <const float *>w.B + k * w.step, w.ldb, bias,
+                            beta, C, ldc)
+        else:
+            cells_gemm_nn_d(M, w.n, w.K, A, lda, <const double *>w.B + k * w.step, w.ldb, bias,
+                            beta, C, ldc)
+    elif w.P == NULL:
         gemm(AS_IS, w.transB, M, w.n, w.K, 1, A, lda, <const real *>w.B + k * w.step, w.ldb,
              beta, C, ldc)
         if bias != NULL:

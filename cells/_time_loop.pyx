@@ -17,9 +17,11 @@ Threads: a pass runs as the parts of one cells_run_parts call (include/cells/tea
 each. Part p owns the units [j0, j1) (its block of each gate block). At every step it multiplies
 the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), then runs its
 family's step for just those elements. The input projection (a chunk of time steps at a time, just
-before the steps that read it) and the backward's dL/dx run on packed weights too; the backward's
-weight gradients are one product per weight and part, each its own columns, on the same kernels
-reading the inputs and dz in place (gemm_tn; on BLAS for a gradient over TN_C_BYTES).
+before the steps that read it) and the backward's dL/dx run on packed weights too (a call of one
+step, whose every product runs once, reads the weights that need no transposing in place:
+call_weights); the backward's weight gradients are one product per weight and part, each its
+own columns, on the same kernels reading the inputs and dz in place (gemm_tn; on BLAS for a
+gradient over TN_C_BYTES).
 Threads meet at a barrier only where a product needs columns that other threads wrote: once per
 step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
 the recurrent weights small (splits_rows), a pass splits the batch rows instead: part p runs every
@@ -56,6 +58,7 @@ from cells._team cimport (
 )
 from cells._panels cimport (
     CELLS_PANEL_TN_C_BYTES, PackedWeights, free_packed, gemm_packed, pack_weights, project,
+    weights_in_place,
 )
 
 from typing import NamedTuple
@@ -86,28 +89,39 @@ LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
 
 
 # ---------------------------------------------------------------------------------------------
-# The weights, packed once per call
+# The weights, packed once per call (or, by a call of one step, read in place)
 # ---------------------------------------------------------------------------------------------
 
-cdef inline PackedWeights pack_gate_columns(const Loop *L, const real *W, Py_ssize_t K,
-                                            Py_ssize_t blocks, Py_ssize_t j0,
-                                            Py_ssize_t n) noexcept nogil:
+cdef inline PackedWeights call_weights(const Loop *L, const real *B, Py_ssize_t step,
+                                       Py_ssize_t blocks, Py_ssize_t K, Py_ssize_t n,
+                                       Py_ssize_t ldb, bint transB) noexcept nogil:
+    """The weights of one of the call's products (pack_weights' arguments): packed once, or in a
+    call of one step (a cell, whose every product runs once) read in place where they need no
+    transposing."""
+    if L.sL == 1 and not transB:
+        return weights_in_place(B, step, blocks, K, n, ldb)
+    return pack_weights(B, step, blocks, K, n, ldb, transB)
+
+
+cdef inline PackedWeights gate_column_weights(const Loop *L, const real *W, Py_ssize_t K,
+                                              Py_ssize_t blocks, Py_ssize_t j0,
+                                              Py_ssize_t n) noexcept nogil:
     """The columns k·nOut + [j0, j0 + n) of op(W) [K, G], for the blocks k < blocks: what a
     thread multiplies a row of K inputs (x or h) by."""
     if L.weights_transposed:
-        return pack_weights(W + j0 * L.ldw, L.nOut * L.ldw, blocks, K, n, L.ldw, TRANSPOSED)
-    return pack_weights(W + j0, L.nOut, blocks, K, n, L.ldw, AS_IS)
+        return call_weights(L, W + j0 * L.ldw, L.nOut * L.ldw, blocks, K, n, L.ldw, TRANSPOSED)
+    return call_weights(L, W + j0, L.nOut, blocks, K, n, L.ldw, AS_IS)
 
 
-cdef inline PackedWeights pack_gate_rows(const Loop *L, const real *Wh, Py_ssize_t k0,
-                                         Py_ssize_t k1, Py_ssize_t j0,
-                                         Py_ssize_t n) noexcept nogil:
+cdef inline PackedWeights gate_row_weights(const Loop *L, const real *Wh, Py_ssize_t k0,
+                                           Py_ssize_t k1, Py_ssize_t j0,
+                                           Py_ssize_t n) noexcept nogil:
     """The columns [j0, j0 + n) of op(Wh)ᵀ over the gate blocks [k0, k1) ([(k1-k0)·nOut, n]):
     what a thread multiplies those blocks of a row's gradient by to get dL/d(its units)."""
     cdef Py_ssize_t K = (k1 - k0) * L.nOut
     if L.weights_transposed:
-        return pack_weights(Wh + k0 * L.nOut * L.ldw + j0, 0, 1, K, n, L.ldw, AS_IS)
-    return pack_weights(Wh + j0 * L.ldw + k0 * L.nOut, 0, 1, K, n, L.ldw, TRANSPOSED)
+        return call_weights(L, Wh + k0 * L.nOut * L.ldw + j0, 0, 1, K, n, L.ldw, AS_IS)
+    return call_weights(L, Wh + j0 * L.ldw + k0 * L.nOut, 0, 1, K, n, L.ldw, TRANSPOSED)
 
 
 cdef inline real *gate_columns(const Loop *L, real *dW, Py_ssize_t col) noexcept nogil:
@@ -212,10 +226,10 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef PackedWeights wx, wh, wproj
     cdef Share mine = part_share(L, me)
     r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
-    wh = pack_gate_columns(L, Wh, nState, fam.gates, j0, n)
+    wh = gate_column_weights(L, Wh, nState, fam.gates, j0, n)
     if projected:
-        wproj = pack_weights(Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
-    wx = pack_gate_columns(L, Wx, L.nIn, fam.gates, j0, n)
+        wproj = call_weights(L, Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
+    wx = gate_column_weights(L, Wx, L.nIn, fam.gates, j0, n)
 
     for t in range(sL):
         if t % L.chunk_steps == 0:
@@ -363,11 +377,11 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef Share mine = part_share(L, me)
     r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
     rows = r1 - r0
-    whT = pack_gate_rows(L, Wh, 0, fam.h_blocks, s0, ns)
+    whT = gate_row_weights(L, Wh, 0, fam.h_blocks, s0, ns)
     if two_phases:
-        wauxT = pack_gate_rows(L, Wh, fam.h_blocks, fam.gates, j0, n)
+        wauxT = gate_row_weights(L, Wh, fam.h_blocks, fam.gates, j0, n)
     if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
-        wprojT = pack_weights(Wproj + j0 * nState, 0, 1, nState, n, nState, TRANSPOSED)
+        wprojT = call_weights(L, Wproj + j0 * nState, 0, 1, nState, n, nState, TRANSPOSED)
     # dL/db and dL/dP are sums over the rows, taken step by step while dz is in cache. With
     # the rows split, each thread sums its own rows in its row of part_sums, and the rows are
     # added up after the loop; else each sums its units' columns in place.
@@ -500,7 +514,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     if dLdx != NULL:
         i0 = part_start(nIn, me.part, me.nparts, 16)
         i1 = part_start(nIn, me.part + 1, me.nparts, 16)
-        wxT = pack_gate_rows(L, Wx, 0, fam.gates, i0, i1 - i0)
+        wxT = gate_row_weights(L, Wx, 0, fam.gates, i0, i1 - i0)
         project(SB, gates, G, wxT, NULL, dLdx + i0, nIn, 0)
         free_packed(&wxT)
     # The weight gradients, each one product over all steps for this thread's part [c0, c1)

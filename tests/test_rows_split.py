@@ -6,8 +6,8 @@ Every family (the GRU's two variants, one of them two-phase; the LSTM plain, wit
 projected; the LLTM, in PyTorch's weight layout; the RNN), at batch sizes that split (16 rows:
 8 + 8, the smallest; 37: 18 + 19; 25 on 3 threads: 8 + 8 + 9), forward and reverse, with
 and without seq_len, in float64 and float32, against the float64 references: h, the final
-states and every gradient. The other tests run batches too small to split, except
-tests/test_projection_chunks.py."""
+states and every gradient; and sequences of one step, whose weights are read in place. The
+other tests run batches too small to split, except tests/test_projection_chunks.py."""
 import numpy as np
 import pytest
 
@@ -27,13 +27,13 @@ SPLITS = [(16, 2), (37, 2), (25, 3)]
 GATES = {"gru": 3, "lstm": 4, "lltm": 3, "rnn": 1}
 
 
-def _seq_len(bS, with_lengths):
-    """None, or lengths 0 .. sL over the rows (every thread gets full, empty and partial rows)."""
-    return np.arange(bS, dtype=np.int64) % (sL + 1) if with_lengths else None
+def _seq_len(T, bS, with_lengths):
+    """None, or lengths 0 .. T over the rows (every thread gets full, empty and partial rows)."""
+    return np.arange(bS, dtype=np.int64) % (T + 1) if with_lengths else None
 
 
-def _full(seq_len, bS):
-    return np.full(bS, sL) if seq_len is None else seq_len
+def _full(seq_len, T, bS):
+    return np.full(bS, T) if seq_len is None else seq_len
 
 
 # float32 against the float64 reference of the same float32 inputs: gru_reference.py's
@@ -50,10 +50,10 @@ def _check(results, references, names, dtype, gradients):
         assert_close(got, expected, tol, name, dtype)
 
 
-def run_gru(rng, bS, seq_len, forward, n_threads, dtype, lbr):
-    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_seq_problem(rng, sL, bS, nIn, nOut,
+def run_gru(rng, T, bS, seq_len, forward, n_threads, dtype, lbr):
+    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_seq_problem(rng, T, bS, nIn, nOut,
                                                               two_biases=True), dtype)
-    lengths = _full(seq_len, bS)
+    lengths = _full(seq_len, T, bS)
     kwargs = dict(linear_before_reset=lbr, seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, return_workspace=True, **kwargs)
     _check([h], gru_masked_forward(x, hI, Wx, Wh, b, lengths, forward, lbr), ["h"], dtype,
@@ -63,8 +63,8 @@ def run_gru(rng, bS, seq_len, forward, n_threads, dtype, lbr):
            ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), dtype, True)
 
 
-def run_lstm(rng, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj):
-    p = make_lstm_problem(rng, sL, bS, nIn, nOut, peepholes=peepholes, n_proj=n_proj)
+def run_lstm(rng, T, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj):
+    p = make_lstm_problem(rng, T, bS, nIn, nOut, peepholes=peepholes, n_proj=n_proj)
     p = dict(zip(p, to_dtype(p.values(), dtype)))
     weights = (p["x"], p["Wx"], p["Wr"], p["b"], p["hI"], p["cI"])
     kwargs = dict(Wp=p["Wp"], Wproj=p["Wproj"], seq_len=seq_len, forward=forward,
@@ -84,8 +84,8 @@ def run_lstm(rng, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj):
     _check(grads, ref, names, dtype, True)
 
 
-def run_lltm(rng, bS, seq_len, forward, n_threads, dtype):
-    x, W, b, hI, cI, dLdh, dLdhL, dLdcL = to_dtype(make_lltm_problem(rng, sL, bS, nIn, nOut),
+def run_lltm(rng, T, bS, seq_len, forward, n_threads, dtype):
+    x, W, b, hI, cI, dLdh, dLdhL, dLdcL = to_dtype(make_lltm_problem(rng, T, bS, nIn, nOut),
                                                    dtype)
     kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, hL, cL, ws = cells.lltmTimeLoop(x, W, b, hI, cI, return_workspace=True, **kwargs)
@@ -97,8 +97,8 @@ def run_lltm(rng, bS, seq_len, forward, n_threads, dtype):
            ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"), dtype, True)
 
 
-def run_rnn(rng, bS, seq_len, forward, n_threads, dtype):
-    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_rnn_problem(rng, sL, bS, nIn, nOut,
+def run_rnn(rng, T, bS, seq_len, forward, n_threads, dtype):
+    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_rnn_problem(rng, T, bS, nIn, nOut,
                                                               two_biases=True), dtype)
     kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, ws = cells.rnnTimeLoop(x, hI, Wx, Wh, b, return_workspace=True, **kwargs)
@@ -130,7 +130,20 @@ def test_rows_split_against_the_reference(case, bS, n_threads, forward, with_len
     nState = 8 if case == "lstm_projected" else nOut
     assert _time_loop.splits_rows(n_threads, bS, nOut, nState, GATES[family],
                                   case == "lstm_projected", np.dtype(dtype).itemsize)
-    run(np.random.default_rng(bS + 7 * n_threads), bS, _seq_len(bS, with_lengths), forward,
+    run(np.random.default_rng(bS + 7 * n_threads), sL, bS, _seq_len(sL, bS, with_lengths),
+        forward, n_threads, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("with_lengths", [False, True], ids=["full", "seq_len"])
+@pytest.mark.parametrize("case", CASES)
+def test_one_step_with_the_rows_split(case, with_lengths, dtype):
+    """Sequences of one step, which multiply the weights that need no transposing where they
+    are (cells/_time_loop.pyx, call_weights): libnd4j's layout in the forward, the LLTM's
+    PyTorch layout in the backward; with the rows split, and lengths 0 and 1."""
+    family, run = CASES[case]
+    bS, n_threads = SPLITS[0]
+    run(np.random.default_rng(bS + 11), 1, bS, _seq_len(1, bS, with_lengths), True,
         n_threads, dtype)
 
 

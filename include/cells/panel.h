@@ -2,7 +2,9 @@
  *
  * A time loop multiplies the state by the same weights at every step. Packing the weights once
  * per call (pack_panels) and multiplying the packed copy at every step (gemm_panels) saves what
- * a BLAS gemm redoes on every call (packing the weights) and its slow small-M paths.
+ * a BLAS gemm redoes on every call (packing the weights) and its slow small-M paths. The same
+ * kernels multiply matrices read in place where a product runs once: a cell's (gemm_nn, C =
+ * A·B) and a weight gradient (gemm_tn, C = Aᵀ·B).
  */
 #ifndef CELLS_PANEL_H
 #define CELLS_PANEL_H
@@ -42,22 +44,24 @@
  * CELLS_PANEL_PREFETCH_ROWS rows ahead, for a packed matrix of CELLS_PANEL_PREFETCH_BYTES or
  * more. Measured: 3-25% faster where the panels came from L3 (1-2 MB), 5-15% slower at 128 KB
  * (L2), neutral at 512 KB. (The hardware prefetchers stop at each 4 KB page: 16 panel rows of
- * floats.) CELLS_PANEL_TN: the layout of gemm_tn (C = Aᵀ·B, both read in place).
- * CELLS_PANEL_BIAS: add a bias row to the product as it is stored. */
+ * floats.) CELLS_PANEL_IN_PLACE: B is a matrix read in place, not packed (gemm_tn, gemm_nn);
+ * CELLS_PANEL_TN: with it, the layout of gemm_tn (C = Aᵀ·B). CELLS_PANEL_BIAS: add a bias row
+ * to the product as it is stored. */
 #define CELLS_PANEL_ADD 1
 #define CELLS_PANEL_PREFETCH 2
 #define CELLS_PANEL_TN 4
 #define CELLS_PANEL_BIAS 8
+#define CELLS_PANEL_IN_PLACE 16
 #define CELLS_PANEL_PREFETCH_ROWS 16
 #define CELLS_PANEL_PREFETCH_BYTES (256 * 1024)
 
-/* gemm_tn (C = Aᵀ·B, A [K, M] and B [K, n] read in place): K in blocks of CELLS_PANEL_TN_ROWS
- * rows, whose vectors of B stay in L1 while they pass over every row of C (128 rows of 4
- * vectors: 32 KiB). It is for a C of up to CELLS_PANEL_TN_C_BYTES, which stays in L2 over the
- * whole of K. Measured against OpenBLAS's gemm (one thread, K = 1600-6400, alternated): for
- * such a C 1.2-1.5x as fast in float, 1.0-1.1x in double; for a C of 1-2 MiB (measured in
- * blocks of columns that each re-read A) 1.0x in float and 0.6-0.8x in double, so those go to
- * BLAS. */
+/* gemm_tn (C = Aᵀ·B, A [K, M] and B [K, n] read in place), and gemm_nn (C = A·B) the same way:
+ * K in blocks of CELLS_PANEL_TN_ROWS rows, whose vectors of B stay in L1 while they pass over
+ * every row of C (128 rows of 4 vectors: 32 KiB). gemm_tn is for a C of up to
+ * CELLS_PANEL_TN_C_BYTES, which stays in L2 over the whole of K. Measured against OpenBLAS's
+ * gemm (one thread, K = 1600-6400, alternated): for such a C 1.2-1.5x as fast in float,
+ * 1.0-1.1x in double; for a C of 1-2 MiB (measured in blocks of columns that each re-read A)
+ * 1.0x in float and 0.6-0.8x in double, so those go to BLAS. */
 #define CELLS_PANEL_TN_ROWS 128
 #define CELLS_PANEL_TN_C_BYTES (512 * 1024)
 

@@ -195,30 +195,34 @@ CELLS_PANEL_INLINE int FN(panel_ku)(int isa, int m, int nv) {
 }
 
 /* The micro-kernel: C[m, w] = A[m, K]·Pv[K, 0..w), plus C with flag CELLS_PANEL_ADD, for isa,
- * m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV, ku <= CELLS_PANEL_KU_MAX and tn constants once
- * inlined.
- *   A:  [m, lda >= K], read only in its K columns; with tn, Aᵀ: A is [K, lda >= m] and the
- *       tile multiplies its m columns (element (r, k) at A[k·lda + r])
+ * m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV, ku <= CELLS_PANEL_KU_MAX and in_place
+ * constants once inlined.
+ *   A:  [m, lda >= K], read only in its K columns; with in_place and flag CELLS_PANEL_TN, Aᵀ:
+ *       A is [K, lda >= m] and the tile multiplies its m columns (element (r, k) at
+ *       A[k·lda + r])
  *   Pv: nv vectors of each of the K rows of a panel ([K, NR] from the panel's start; Pv may
- *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL; with tn, any row-major
- *       matrix read in place, Pv[k·ldp + j] (its rows need not be padded: w = nv·VL, or Pv
- *       holds nv·VL readable columns)
+ *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL; with in_place, any
+ *       row-major matrix read in place, Pv[k·ldp + j] (its rows need not be padded: w = nv·VL,
+ *       or Pv holds nv·VL readable columns). The panel's stride is a constant: a run-time one
+ *       ran the packed tiles 5-8% slower.
  *   bias: [w], added to every row of the product with CELLS_PANEL_BIAS (else not read)
  *   C:  [m, ldc >= w], w <= nv·VL; read only with CELLS_PANEL_ADD
- * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows (with tn, A's rows
- * too) CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load slots to spare). The ku sets
- * change the order of the sum (not its error bound). */
+ * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows (with
+ * CELLS_PANEL_TN, A's rows too) CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load
+ * slots to spare). The ku sets change the order of the sum (not its error bound). */
 CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv, const int ku,
-                                       const int tn, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
+                                       const int in_place, ptrdiff_t K,
+                                       const REAL *CELLS_RESTRICT A,
                                        ptrdiff_t lda, const REAL *CELLS_RESTRICT Pv,
                                        ptrdiff_t ldp, const REAL *CELLS_RESTRICT bias,
                                        int flags, REAL *CELLS_RESTRICT C, ptrdiff_t ldc,
                                        ptrdiff_t w) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
     const int pf = m >= 4 && (flags & CELLS_PANEL_PREFETCH);
-    const ptrdiff_t pk = tn ? ldp : NR;   /* from one row of Pv to the next */
-    const ptrdiff_t ak = tn ? lda : 1;    /* from A's element (r, k) to (r, k + 1) */
-    const ptrdiff_t ar = tn ? 1 : lda;    /* ... to (r + 1, k) */
+    const int tn = in_place && (flags & CELLS_PANEL_TN);
+    const ptrdiff_t pk = in_place ? ldp : NR; /* from one row of Pv to the next */
+    const ptrdiff_t ak = tn ? lda : 1;        /* from A's element (r, k) to (r, k + 1) */
+    const ptrdiff_t ar = tn ? 1 : lda;        /* ... to (r + 1, k) */
     FN(panel_vec) acc[CELLS_PANEL_KU_MAX][CELLS_PANEL_MR_MAX][CELLS_PANEL_NV];
     CELLS_PANEL_UNROLL
     for (int u = 0; u < ku; ++u)
@@ -322,7 +326,7 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
     }
 }
 
-/* One tile of m rows and nv vectors, m, nv and the layout (flag CELLS_PANEL_TN) run-time
+/* One tile of m rows and nv vectors, m, nv and where B is (flag CELLS_PANEL_IN_PLACE) run-time
  * values: each case the blocking of `isa` can produce is its own register-blocked kernel. */
 CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff_t K,
                                            const REAL *A, ptrdiff_t lda, const REAL *Pv,
@@ -331,7 +335,7 @@ CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
 #define CELLS_PANEL_CASE_NV(c, v)                                                            \
     case v:                                                                                  \
-        if (v <= nvt && (flags & CELLS_PANEL_TN))                                            \
+        if (v <= nvt && (flags & CELLS_PANEL_IN_PLACE))                                      \
             FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 1, K, A, lda, Pv, ldp, bias,  \
                            flags, C, ldc, w);                                                \
         else if (v <= nvt)                                                                   \
@@ -493,38 +497,43 @@ CELLS_FN void FN(gemm_panels)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
     FN(panel_gemm)(cells_panel_isa(), M, n, K, A, lda, P, bias, beta, C, ldc);
 }
 
-/* gemm_tn with blocking FN(panel_blocking)(isa). K in blocks of CELLS_PANEL_TN_ROWS rows: in a
- * row block, every group of up to nvt whole vectors of B's columns (its rows in L1) passes over
- * every tile of C's rows (A's columns); the tiles are as in panel_gemm. C stays in L2 over the
- * whole of K when it fits (CELLS_PANEL_TN_C_BYTES). A last part vector of B's columns is copied,
- * row block by row block, into a zero-padded strip on the stack, so that nothing is read beyond
- * B's n columns. */
-CELLS_FN void FN(panel_gemm_tn)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
-                                const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
-                                const REAL *CELLS_RESTRICT B, ptrdiff_t ldb, REAL beta,
-                                REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
+/* C = op(A)·B (+ bias) + beta·C with B [K, ldb] read in place (no packed copy), with blocking
+ * FN(panel_blocking)(isa): op(A) = Aᵀ with tn (A [K, lda >= M]: gemm_tn), else A (A [M,
+ * lda >= K]: gemm_nn). K in blocks of CELLS_PANEL_TN_ROWS rows: in a row block, every group of
+ * up to nvt whole vectors of B's columns (its rows in L1) passes over every tile of C's rows;
+ * the tiles are as in panel_gemm, and the bias is added with the first row block. C stays in
+ * L2 over the whole of K when it fits (CELLS_PANEL_TN_C_BYTES). A last part vector of B's
+ * columns is copied, row block by row block, into a zero-padded strip on the stack, so that
+ * nothing is read beyond B's n columns. */
+CELLS_FN void FN(panel_gemm_unpacked)(int isa, int tn, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
+                                      const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
+                                      const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
+                                      const REAL *CELLS_RESTRICT bias, REAL beta,
+                                      REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     enum { VL = CELLS_PANEL_VBYTES / sizeof(REAL), KB = CELLS_PANEL_TN_ROWS };
     isa = FN(panel_blocking)(isa);
     const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa);
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
     if (M <= 0 || n <= 0)
         return;
-    if (K <= 0) { /* C = beta·C */
+    if (K <= 0) { /* C = bias + beta·C */
         for (ptrdiff_t i = 0; i < M; ++i)
             for (ptrdiff_t j = 0; j < n; ++j)
-                C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+                C[i * ldc + j] = (bias ? bias[j] : 0) + (beta == 0 ? 0 : beta * C[i * ldc + j]);
         return;
     }
     if (beta != 0 && beta != 1)
         FN(panel_scale)(M, n, beta, C, ldc);
     const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
     const ptrdiff_t whole = n / VL * VL; /* the whole vectors of B's columns end here */
+    const ptrdiff_t ak = tn ? lda : 1, ar = tn ? 1 : lda; /* A's element (i, k) at i·ar + k·ak */
     REAL strip[KB * VL]; /* [kb, VL]: the part vector's columns of a row block, zero-padded */
     for (ptrdiff_t k0 = 0; k0 < K; k0 += KB) {
         const ptrdiff_t kb = K - k0 < KB ? K - k0 : KB;
-        const int flags = CELLS_PANEL_TN | CELLS_PANEL_PREFETCH
-                          | (k0 > 0 || beta != 0 ? CELLS_PANEL_ADD : 0);
-        const REAL *Ak = A + k0 * lda, *Bk = B + k0 * ldb;
+        const int flags = CELLS_PANEL_IN_PLACE | (tn ? CELLS_PANEL_TN : 0)
+                          | CELLS_PANEL_PREFETCH | (k0 > 0 || beta != 0 ? CELLS_PANEL_ADD : 0)
+                          | (k0 == 0 && bias ? CELLS_PANEL_BIAS : 0);
+        const REAL *Ak = A + k0 * ak, *Bk = B + k0 * ldb;
         for (ptrdiff_t j = 0; j < n; ) {
             const REAL *Pv = Bk + j;
             ptrdiff_t ldp = ldb, w;
@@ -545,7 +554,8 @@ CELLS_FN void FN(panel_gemm_tn)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
             ptrdiff_t i = 0;
             for (ptrdiff_t t = 0; t < tiles; ++t) {
                 const int m = (int)(rows + (t < taller));
-                kernels(m, nv, kb, Ak + i, lda, Pv, ldp, 0, flags, C + i * ldc + j, ldc, w);
+                kernels(m, nv, kb, Ak + i * ar, lda, Pv, ldp, bias ? bias + j : 0, flags,
+                        C + i * ldc + j, ldc, w);
                 i += m;
             }
             j += w;
@@ -567,5 +577,22 @@ CELLS_FN void FN(panel_gemm_tn)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
 CELLS_FN void FN(gemm_tn)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
                           ptrdiff_t lda, const REAL *CELLS_RESTRICT B, ptrdiff_t ldb, REAL beta,
                           REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-    FN(panel_gemm_tn)(cells_panel_isa(), M, n, K, A, lda, B, ldb, beta, C, ldc);
+    FN(panel_gemm_unpacked)(cells_panel_isa(), 1, M, n, K, A, lda, B, ldb, 0, beta, C, ldc);
+}
+
+/* C = A·B (+ bias) + beta·C, both read in place: a product that runs once, which packing B
+ * would slow down (a cell's, one step: packing 256 KiB of weights took longer than multiplying
+ * a row by them).
+ *   A: [M, lda >= K], read only in its M rows × K columns
+ *   B: [K, ldb >= n], read only in its K rows × n columns
+ *   bias: [n], added to every row, or NULL
+ *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may
+ *      hold NaN), otherwise C = A·B + bias + beta·C
+ * M = 0 or n = 0 does nothing; K = 0 sets C = bias + beta·C. Single-threaded; runs the kernels
+ * gemm_panels does (cells_panel_isa). */
+CELLS_FN void FN(gemm_nn)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
+                          ptrdiff_t lda, const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
+                          const REAL *CELLS_RESTRICT bias, REAL beta, REAL *CELLS_RESTRICT C,
+                          ptrdiff_t ldc) {
+    FN(panel_gemm_unpacked)(cells_panel_isa(), 0, M, n, K, A, lda, B, ldb, bias, beta, C, ldc);
 }

@@ -1,5 +1,5 @@
-/* Correctness test of cells/panel.h: pack_panels, gemm_panels and gemm_tn against a naive
- * triple loop.
+/* Correctness test of cells/panel.h: pack_panels, gemm_panels, gemm_tn and gemm_nn against a
+ * naive triple loop.
  *
  *   gcc -O3 -fno-wrapv -fno-trapping-math -I include tests/c/test_panel.c -o test_panel -lm
  *   ./test_panel                          (tests/test_panel.py does this)
@@ -18,9 +18,9 @@
  *    called through cells_panel_gemm_*; where this build lacks one, the next lower it has) as
  *    well as through the public cells_gemm_panels_* (the one the CPU picks), with P misaligned
  *    too;
- *  - gemm_tn (C = Aᵀ·B + beta·C, A [K, M] and B [K, n] read in place) the same way, on sizes
- *    that cross its row blocks (K > CELLS_PANEL_TN_ROWS), and every part vector of B's
- *    columns;
+ *  - gemm_tn (C = Aᵀ·B + beta·C, A [K, M] and B [K, n] read in place) and gemm_nn (C = A·B
+ *    (+ bias) + beta·C, A [M, K]) the same way, on sizes that cross their row blocks
+ *    (K > CELLS_PANEL_TN_ROWS), and every part vector of B's columns;
  *  - the reference accumulates in long double; the error bound is the classical one for a dot
  *    product summed in any order, |ĉ - c| <= γ_{K+2}·(Σ|a||b| + |beta·c0|), γ_m = m·u/(1-m·u),
  *    u = eps/2 (K products and sums, plus the beta·c0 term and its sum); we allow (K+2)·eps,
@@ -41,6 +41,9 @@
 static const double SENTINEL = 12345.0;
 static long failures, checks;
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+/* What a product runs: gemm_panels on a packed B, or gemm_tn / gemm_nn on B in place. */
+enum kind { GEMM_PANELS, GEMM_TN, GEMM_NN };
 
 static double uniform(void) { /* in [-1, 1) */
     rng_state ^= rng_state << 13;
@@ -104,10 +107,11 @@ static REAL *make_c0_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t ldc, size_t lenC, R
     return C0;                                                                                 \
 }                                                                                              \
                                                                                                \
-/* One product under test: C = op(A)·op(B) (+ bias) + beta·C of gemm_panels (B: the packed P)  \
- * or, with tn, of gemm_tn (A [K, lda] read transposed, B [K, ldb]). */                        \
+/* One product under test: C = op(A)·op(B) (+ bias) + beta·C of gemm_panels (B: the packed P),\
+ * of gemm_tn (A [K, lda] read transposed, B [K, ldb]) or of gemm_nn (A [M, lda], B [K, ldb]).  \
+ */                                                                                            \
 typedef struct {                                                                               \
-    int tn;                                                                                    \
+    enum kind kind;                                                                            \
     ptrdiff_t M, n, K;                                                                         \
     const REAL *A, *B, *bias;                                                                  \
     ptrdiff_t lda, ldb;                                                                        \
@@ -116,7 +120,7 @@ typedef struct {                                                                
                                                                                                \
 /* The reference of g in long double: ref [M, n] and mag, the sum of the terms' magnitudes     \
  * (the error bound's scale). A's element (i, k) is at A[i·ars + k·aks], op(B)'s (k, j) at     \
- * B[k·bks + j·bjs]: g's own B for gemm_tn, the unpacked one for gemm_panels. */               \
+ * B[k·bks + j·bjs]: g's own B for gemm_tn and gemm_nn, the unpacked one for gemm_panels. */   \
 static void reference_##S(const product_##S *g, ptrdiff_t ars, ptrdiff_t aks,                  \
                           const REAL *B, ptrdiff_t bks, ptrdiff_t bjs, const REAL *C0,         \
                           ptrdiff_t ldc, long double *ref, long double *mag) {                 \
@@ -142,9 +146,9 @@ static void reference_##S(const product_##S *g, ptrdiff_t ars, ptrdiff_t aks,   
         }                                                                                      \
 }                                                                                              \
                                                                                                \
-/* g with every blocking the CPU runs (4, 3, 0 through panel_gemm / panel_gemm_tn; where this  \
- * build lacks one, the next lower it has), then through the public entry (-1), each on a copy \
- * of C0 checked against the reference. */                                                     \
+/* g with every blocking the CPU runs (4, 3, 0 through panel_gemm / panel_gemm_unpacked;      \
+ * where this build lacks one, the next lower it has), then through the public entry (-1),    \
+ * each on a copy of C0 checked against the reference. */                                      \
 static void every_blocking_##S(const char *what, const product_##S *g, const REAL *C0,         \
                                ptrdiff_t ldc, size_t lenC, const long double *ref,             \
                                const long double *mag) {                                       \
@@ -154,11 +158,14 @@ static void every_blocking_##S(const char *what, const product_##S *g, const REA
             continue;                                                                          \
         REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
         for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
-        if (g->tn && isas[t] >= 0)                                                             \
-            cells_panel_gemm_tn_##S(isas[t], g->M, g->n, g->K, g->A, g->lda, g->B, g->ldb,     \
-                                    g->beta, C, ldc);                                          \
-        else if (g->tn)                                                                        \
+        if (g->kind != GEMM_PANELS && isas[t] >= 0)                                            \
+            cells_panel_gemm_unpacked_##S(isas[t], g->kind == GEMM_TN, g->M, g->n, g->K, g->A, \
+                                          g->lda, g->B, g->ldb, g->bias, g->beta, C, ldc);     \
+        else if (g->kind == GEMM_TN)                                                           \
             cells_gemm_tn_##S(g->M, g->n, g->K, g->A, g->lda, g->B, g->ldb, g->beta, C, ldc);  \
+        else if (g->kind == GEMM_NN)                                                           \
+            cells_gemm_nn_##S(g->M, g->n, g->K, g->A, g->lda, g->B, g->ldb, g->bias, g->beta,  \
+                              C, ldc);                                                         \
         else if (isas[t] >= 0)                                                                 \
             cells_panel_gemm_##S(isas[t], g->M, g->n, g->K, g->A, g->lda, g->B, g->bias,       \
                                  g->beta, C, ldc);                                             \
@@ -221,7 +228,7 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
             break;                                                                             \
         }                                                                                      \
                                                                                                \
-    const product_##S g = {0, M, n, K, A, P, bias, lda, 0, beta};                              \
+    const product_##S g = {GEMM_PANELS, M, n, K, A, P, bias, lda, 0, beta};                    \
     long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
     long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
     reference_##S(&g, lda, 1, B, transB ? 1 : ldb, transB ? ldb : 1, C0, ldc, ref, mag);       \
@@ -257,26 +264,34 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
     free(B - GUARD);                                                                           \
 }                                                                                              \
                                                                                                \
-/* One case of gemm_tn: C = Aᵀ·B + beta·C, A [K, lda], B [K, ldb], NaN in their gaps. */       \
-static void run_tn_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, REAL beta) {                     \
-    const ptrdiff_t lda = M + 3, ldb = n + 2, ldc = n + 5;                                     \
-    const size_t lenA = K ? (size_t)((K - 1) * lda + M) : 0;                                   \
+/* One case of gemm_tn (kind GEMM_TN: C = Aᵀ·B + beta·C, A [K, lda]) or gemm_nn (GEMM_NN:     \
+ * C = A·B (+ bias, with with_bias) + beta·C, A [M, lda]); B [K, ldb]; NaN in their gaps. */  \
+static void run_unpacked_##S(enum kind kind, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,          \
+                             REAL beta, int with_bias) {                                       \
+    const int tn = kind == GEMM_TN;                                                            \
+    const ptrdiff_t lda = tn ? M + 3 : K + 3, ldb = n + 2, ldc = n + 5;                        \
+    const ptrdiff_t arows = tn ? K : M, acols = tn ? M : K;                                    \
+    const size_t lenA = arows ? (size_t)((arows - 1) * lda + acols) : 0;                       \
     const size_t lenB = K ? (size_t)((K - 1) * ldb + n) : 0;                                   \
     const size_t lenC = M ? (size_t)((M - 1) * ldc + n) : 0;                                   \
     REAL *A = alloc_##S(lenA, GUARD, (REAL)NAN), *B = alloc_##S(lenB, GUARD, (REAL)NAN);       \
-    for (ptrdiff_t k = 0; k < K; ++k) {                                                        \
-        for (ptrdiff_t i = 0; i < M; ++i) A[k * lda + i] = (REAL)uniform();                    \
+    for (ptrdiff_t r = 0; r < arows; ++r)                                                      \
+        for (ptrdiff_t c = 0; c < acols; ++c) A[r * lda + c] = (REAL)uniform();                \
+    for (ptrdiff_t k = 0; k < K; ++k)                                                          \
         for (ptrdiff_t j = 0; j < n; ++j) B[k * ldb + j] = (REAL)uniform();                    \
-    }                                                                                          \
     REAL *C0 = make_c0_##S(M, n, ldc, lenC, beta);                                             \
-    const product_##S g = {1, M, n, K, A, B, NULL, lda, ldb, beta};                            \
+    REAL *bias_buf = alloc_##S((size_t)n, GUARD, (REAL)NAN);                                   \
+    for (ptrdiff_t j = 0; j < n; ++j) bias_buf[j] = (REAL)uniform();                           \
+    const REAL *bias = with_bias && !tn ? bias_buf : NULL;                                     \
+    const product_##S g = {kind, M, n, K, A, B, bias, lda, ldb, beta};                         \
     long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
     long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
-    reference_##S(&g, 1, lda, B, ldb, 1, C0, ldc, ref, mag);                                   \
-    every_blocking_##S("gemm_tn", &g, C0, ldc, lenC, ref, mag);                                \
+    reference_##S(&g, tn ? 1 : lda, tn ? lda : 1, B, ldb, 1, C0, ldc, ref, mag);               \
+    every_blocking_##S(tn ? "gemm_tn" : "gemm_nn", &g, C0, ldc, lenC, ref, mag);               \
     free(ref);                                                                                 \
     free(mag);                                                                                 \
     free(C0);                                                                                  \
+    free(bias_buf - GUARD);                                                                    \
     free(A - GUARD);                                                                           \
     free(B - GUARD);                                                                           \
 }                                                                                              \
@@ -316,30 +331,33 @@ int main(void) {
                                 run_d(M, ns[in], Ks[ik], transB, beta, with_bias, misalign);
                             ++cases;
                         }
-        /* gemm_tn: K across row blocks too */
+        /* gemm_tn and gemm_nn: K across row blocks too */
         const ptrdiff_t Ktn[] = {0, 1, 7, CELLS_PANEL_TN_ROWS + 1, 2 * CELLS_PANEL_TN_ROWS + 45};
-        for (size_t ik = 0; ik < sizeof Ktn / sizeof *Ktn; ++ik)
-            for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
-                for (ptrdiff_t M = 0; M <= Mmax; M += 1 + (ik > 2))
-                    for (int b = 0; b < 3; ++b) {
-                        const double beta = b == 2 ? -0.5 : b;
-                        if (b == 2 && (M + in + ik) % 3 != 0)
-                            continue;
-                        if (type == 0)
-                            run_tn_f(M, ns[in], Ktn[ik], (float)beta);
-                        else
-                            run_tn_d(M, ns[in], Ktn[ik], beta);
-                        ++cases;
-                    }
+        for (int kind = GEMM_TN; kind <= GEMM_NN; ++kind)
+            for (size_t ik = 0; ik < sizeof Ktn / sizeof *Ktn; ++ik)
+                for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
+                    for (ptrdiff_t M = 0; M <= Mmax; M += 1 + (ik > 2))
+                        for (int b = 0; b < 3; ++b) {
+                            const double beta = b == 2 ? -0.5 : b;
+                            const int with_bias = (int)((M + ik + in) % 2);
+                            if (b == 2 && (M + in + ik) % 3 != 0)
+                                continue;
+                            if (type == 0)
+                                run_unpacked_f(kind, M, ns[in], Ktn[ik], (float)beta, with_bias);
+                            else
+                                run_unpacked_d(kind, M, ns[in], Ktn[ik], beta, with_bias);
+                            ++cases;
+                        }
         /* many tiles of C's rows by many groups of vectors, a part vector at the end */
-        for (int b = 0; b < 2; ++b) {
-            const ptrdiff_t M = 7 * CELLS_PANEL_MR_MAX + 5, n = 3 * NR + VL + 3;
-            if (type == 0)
-                run_tn_f(M, n, 2 * CELLS_PANEL_TN_ROWS + 45, (float)b);
-            else
-                run_tn_d(M, n, 2 * CELLS_PANEL_TN_ROWS + 45, b);
-            ++cases;
-        }
+        for (int kind = GEMM_TN; kind <= GEMM_NN; ++kind)
+            for (int b = 0; b < 2; ++b) {
+                const ptrdiff_t M = 7 * CELLS_PANEL_MR_MAX + 5, n = 3 * NR + VL + 3;
+                if (type == 0)
+                    run_unpacked_f(kind, M, n, 2 * CELLS_PANEL_TN_ROWS + 45, (float)b, 1);
+                else
+                    run_unpacked_d(kind, M, n, 2 * CELLS_PANEL_TN_ROWS + 45, b, 1);
+                ++cases;
+            }
     }
     /* panel_aligned: the first 64-byte boundary, within the documented padding */
     static float fbuf[64 + CELLS_PANEL_ALIGN];
