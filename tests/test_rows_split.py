@@ -120,16 +120,21 @@ CASES = {
 }
 
 
+def _assert_rows_split(case, bS, n_threads, dtype):
+    """The case at bS rows on n_threads splits the rows."""
+    nState = 8 if case == "lstm_projected" else nOut
+    assert _time_loop.splits_rows(n_threads, bS, nOut, nState, GATES[CASES[case][0]],
+                                  case == "lstm_projected", np.dtype(dtype).itemsize)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("with_lengths", [False, True], ids=["full", "seq_len"])
 @pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
 @pytest.mark.parametrize("bS,n_threads", SPLITS)
 @pytest.mark.parametrize("case", CASES)
 def test_rows_split_against_the_reference(case, bS, n_threads, forward, with_lengths, dtype):
-    family, run = CASES[case]
-    nState = 8 if case == "lstm_projected" else nOut
-    assert _time_loop.splits_rows(n_threads, bS, nOut, nState, GATES[family],
-                                  case == "lstm_projected", np.dtype(dtype).itemsize)
+    _assert_rows_split(case, bS, n_threads, dtype)
+    run = CASES[case][1]
     run(np.random.default_rng(bS + 7 * n_threads), sL, bS, _seq_len(sL, bS, with_lengths),
         forward, n_threads, dtype)
 
@@ -141,8 +146,9 @@ def test_one_step_with_the_rows_split(case, with_lengths, dtype):
     """Sequences of one step, which multiply the weights that need no transposing where they
     are (cells/_time_loop.pyx, call_weights): libnd4j's layout in the forward, the LLTM's
     PyTorch layout in the backward; with the rows split, and lengths 0 and 1."""
-    family, run = CASES[case]
     bS, n_threads = SPLITS[0]
+    _assert_rows_split(case, bS, n_threads, dtype)
+    run = CASES[case][1]
     run(np.random.default_rng(bS + 11), 1, bS, _seq_len(1, bS, with_lengths), True,
         n_threads, dtype)
 
