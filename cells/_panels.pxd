@@ -66,27 +66,6 @@ cdef inline size_t _panel_len(const real *tag, Py_ssize_t K, Py_ssize_t n) noexc
         return cells_panel_len_d(K, n)
 
 
-cdef inline PackedWeights pack_weights(const real *B, Py_ssize_t step, Py_ssize_t blocks,
-                                       Py_ssize_t K, Py_ssize_t n, Py_ssize_t ldb,
-                                       bint transB) noexcept nogil:
-    """The `blocks` blocks op(B + k·step) [K, n] of a weight matrix, packed into memory of this
-    thread (free it with free_packed()). Out of memory, P stays NULL and gemm_packed() multiplies B itself."""
-    cdef PackedWeights w
-    cdef Py_ssize_t k
-    w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB, w.P = B, step, ldb, K, n, blocks, transB, NULL
-    w.in_place = False
-    w.length = _panel_len(B, K, n)
-    if w.length == 0 or posix_memalign(&w.P, 64, blocks * w.length * sizeof(real)) != 0:
-        w.P = NULL
-        return w
-    for k in range(blocks):
-        if real is float:
-            cells_pack_panels_f(K, n, B + k * step, ldb, transB, <float *>w.P + k * w.length)
-        else:
-            cells_pack_panels_d(K, n, B + k * step, ldb, transB, <double *>w.P + k * w.length)
-    return w
-
-
 cdef inline PackedWeights weights_in_place(const real *B, Py_ssize_t step, Py_ssize_t blocks,
                                            Py_ssize_t K, Py_ssize_t n,
                                            Py_ssize_t ldb) noexcept nogil:
@@ -96,6 +75,26 @@ cdef inline PackedWeights weights_in_place(const real *B, Py_ssize_t step, Py_ss
     cdef PackedWeights w
     w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB, w.P = B, step, ldb, K, n, blocks, False, NULL
     w.in_place, w.length = True, 0
+    return w
+
+
+cdef inline PackedWeights pack_weights(const real *B, Py_ssize_t step, Py_ssize_t blocks,
+                                       Py_ssize_t K, Py_ssize_t n, Py_ssize_t ldb,
+                                       bint transB) noexcept nogil:
+    """The `blocks` blocks op(B + k·step) [K, n] of a weight matrix, packed into memory of this
+    thread (free it with free_packed()). Out of memory, P stays NULL and gemm_packed()
+    multiplies B itself."""
+    cdef PackedWeights w = weights_in_place(B, step, blocks, K, n, ldb)  # its description, then:
+    cdef Py_ssize_t k
+    w.transB, w.in_place, w.length = transB, False, _panel_len(B, K, n)
+    if w.length == 0 or posix_memalign(&w.P, 64, blocks * w.length * sizeof(real)) != 0:
+        w.P = NULL
+        return w
+    for k in range(blocks):
+        if real is float:
+            cells_pack_panels_f(K, n, B + k * step, ldb, transB, <float *>w.P + k * w.length)
+        else:
+            cells_pack_panels_d(K, n, B + k * step, ldb, transB, <double *>w.P + k * w.length)
     return w
 
 

@@ -158,6 +158,13 @@ cdef inline Share part_share(const Loop *L, cells_part me) noexcept nogil:
     return s
 
 
+cdef inline void meet_over_units(const Loop *L, cells_part me) noexcept nogil:
+    """The barrier where the threads split the units (a product then reads columns that other
+    threads wrote); none where they split the rows (each thread's rows are its own)."""
+    if not L.rows_split:
+        cells_barrier(me)
+
+
 # ---------------------------------------------------------------------------------------------
 # Forward
 # ---------------------------------------------------------------------------------------------
@@ -250,8 +257,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
             if phase == 0:
                 k0, k1, A, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
             else:
-                if not L.rows_split:
-                    cells_barrier(me)  # every thread's aux is in place
+                meet_over_units(L, me)  # every thread's aux is in place
                 k0, k1, A, lda = fam.h_blocks, fam.gates, aux + r0 * nOut, nOut
             for k in range(k0, k1):
                 gemm_packed(r1 - r0, A, lda, wh, k, OVERWRITE, gh + r0 * G + k * nOut + j0, G)
@@ -266,8 +272,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                                  offset(P, j0), gates + tau * gates_step + row * G + j0,
                                  offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
         if projected:
-            if not L.rows_split:
-                cells_barrier(me)  # every thread's m is in place
+            meet_over_units(L, me)  # every thread's m is in place
             gemm_packed(r1 - r0, ms + r0 * nOut, nOut, wproj, 0, OVERWRITE,
                         hnxt + r0 * nState + s0, nState)
         for row in range(r0, r1):
@@ -296,8 +301,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                     zero_units(n, aux + slot * nOut + j0)
                 if projected:
                     zero_units(n, m + slot * nOut + j0)
-        if not L.rows_split:
-            cells_barrier(me)  # the new state is complete before any thread multiplies it
+        meet_over_units(L, me)  # the new state is complete before any thread multiplies it
     free_packed(&wx)
     free_packed(&wh)
     if projected:
@@ -424,8 +428,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                     add_units(ns, dLdh + slot * nState + s0, dh_step + hat)
                 copy_units(ns, dh_step + hat, dh_steps + slot * nState + s0)
                 zero_units(ns, dh + hat)
-            if not L.rows_split:
-                cells_barrier(me)  # every thread's columns of dh_step are in place
+            meet_over_units(L, me)  # every thread's columns of dh_step are in place
             gemm_packed(rows, dh_step + r0 * nState, nState, wprojT, 0, OVERWRITE,
                         dm + r0 * nOut + j0, nOut)
         for row in range(r0, r1):
@@ -457,8 +460,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                           offset(c, slot * nOut + j0), offset(P, j0), d + row * G + j0,
                           dm + at if projected else dh + at, offset(dc, at),
                           offset(dPsum, j0))
-        if not L.rows_split:
-            cells_barrier(me)  # every thread's part of this step's d is in place
+        meet_over_units(L, me)  # every thread's part of this step's d is in place
         if two_phases:
             gemm_packed(rows, d + r0 * G + fam.h_blocks * nOut, G, wauxT, 0, OVERWRITE,
                         daux + r0 * nOut + j0, nOut)
@@ -478,8 +480,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                               aux + slot * nOut + j0, daux + at, hprev, NULL, NULL,
                               offset(P, j0), d + row * G + j0, dh + at, NULL,
                               offset(dPsum, j0))
-            if not L.rows_split:
-                cells_barrier(me)  # every thread's part of d is complete
+            meet_over_units(L, me)  # every thread's part of d is complete
         if sums != NULL:  # dL/db += the step's dz
             for row in range(r0, r1):
                 length = row_len(L.seq_len, row, sL)
