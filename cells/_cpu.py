@@ -24,9 +24,12 @@ The contract of the family functions:
     input_grad=False it skips dL/dx and returns None for it.
 
 Every family goes through the same two functions, `_forward` and `_backward`: they own the
-buffers of a call (cells/_loop.pxd documents each one) and hold BLAS at one thread meanwhile.
-The family functions on them are cells/_family_calls.py's, shared with the GPU backend.
+buffers of a call (cells/_loop.pxd documents each one); a backward that may run BLAS (for a
+large weight gradient) holds it at one thread meanwhile. The family functions on them are
+cells/_family_calls.py's, shared with the GPU backend.
 """
+import contextlib
+
 import numpy as np
 
 from cells import _time_loop
@@ -78,22 +81,21 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     h = np.empty((sL, bS, nState), dtype)
     hL = np.empty((bS, nState), dtype)
     cL = np.empty((bS, nOut), dtype) if cell_state else None
-    with sequential_blas():
-        _time_loop.forward(
-            family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, keep=keep,
-            n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
-            Wx=_c_order(Wx), Wh=_c_order(Wh), W=_c_order(W), b=_c_order(b), P=_c_order(P),
-            Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
-            lstm_acts=lstm_acts,
-            # Training: every step's gates overwrite their own input projection; inference
-            # projects a chunk of steps at a time into one chunk's gx.
-            gx=gates if keep else np.empty((_time_loop.projection_chunk_steps(
-                sL, bS, G, dtype.itemsize, not fwd and seq_len is not None), bS, G), dtype),
-            gh=np.empty((bS, G), dtype) if z is None else z,
-            hs=np.empty((2, bS, nState), dtype),
-            cs=np.empty((2, bS, nOut), dtype) if cell_state else None,
-            ms=np.empty((bS, nOut), dtype) if Wproj is not None else None,
-            gates=gates, c=c, aux=aux, m=m, h=h, hL=hL, cL=cL)
+    _time_loop.forward(
+        family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, keep=keep,
+        n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
+        Wx=_c_order(Wx), Wh=_c_order(Wh), W=_c_order(W), b=_c_order(b), P=_c_order(P),
+        Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
+        lstm_acts=lstm_acts,
+        # Training: every step's gates overwrite their own input projection; inference
+        # projects a chunk of steps at a time into one chunk's gx.
+        gx=gates if keep else np.empty((_time_loop.projection_chunk_steps(
+            sL, bS, G, dtype.itemsize, not fwd and seq_len is not None), bS, G), dtype),
+        gh=np.empty((bS, G), dtype) if z is None else z,
+        hs=np.empty((2, bS, nState), dtype),
+        cs=np.empty((2, bS, nOut), dtype) if cell_state else None,
+        ms=np.empty((bS, nOut), dtype) if Wproj is not None else None,
+        gates=gates, c=c, aux=aux, m=m, h=h, hL=hL, cL=cL)
     if not keep:
         return h, hL, cL, None, None, None, None
     return h, hL, cL, gates, c, (aux if aux_kept else None), m
@@ -128,7 +130,8 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     dLdWx = None if W is not None else np.empty((nIn, G), dtype)
     dLdWh = None if W is not None else np.empty((nState, G), dtype)
     dLdWproj = np.empty((nOut, nState), dtype) if projected else None
-    with sequential_blas():
+    calls_blas = _time_loop.backward_calls_blas(nIn, nState, G, dtype.itemsize)
+    with sequential_blas() if calls_blas else contextlib.nullcontext():
         _time_loop.backward(
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, n_threads=n_threads,
             x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), Wx=_c_order(Wx), Wh=_c_order(Wh),

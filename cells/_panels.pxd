@@ -4,11 +4,12 @@
 # gemm re-packs those weights on every call and is slow for few rows (sgemm [1,128]x[128,384]
 # ran at 2 GF/s); include/cells/panel.h multiplies a copy packed once, at the start of the call.
 # Each thread packs its own columns (its gate blocks' units) into memory of its own. A call of
-# one step (a cell) multiplies each weight once: it reads the ones that need no transposing in
-# place (weights_in_place), as packing them would take longer than that product.
+# one step (a cell) multiplies each weight once: it reads them in place (weights_in_place), as
+# packing them would take longer than that product; so does a call whose copy could not be
+# allocated. No product here calls BLAS.
 from libc.stdlib cimport free
 
-from cells._blas cimport AS_IS, OVERWRITE, real, gemm
+from cells._blas cimport OVERWRITE, real
 
 cdef extern from "stdlib.h" nogil:
     int posix_memalign(void **memptr, size_t alignment, size_t size)
@@ -33,6 +34,12 @@ cdef extern from "cells/panel.h" nogil:
     void cells_gemm_nn_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
                          Py_ssize_t lda, const double *B, Py_ssize_t ldb, const double *bias,
                          double beta, double *C, Py_ssize_t ldc)
+    void cells_gemm_nt_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
+                         Py_ssize_t lda, const float *B, Py_ssize_t ldb, const float *bias,
+                         float beta, float *C, Py_ssize_t ldc)
+    void cells_gemm_nt_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
+                         Py_ssize_t lda, const double *B, Py_ssize_t ldb, const double *bias,
+                         double beta, double *C, Py_ssize_t ldc)
     void cells_gemm_tn_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
                          Py_ssize_t lda, const float *B, Py_ssize_t ldb, float beta, float *C,
                          Py_ssize_t ldc)
@@ -53,9 +60,8 @@ cdef struct PackedWeights:
     const void *B
     Py_ssize_t step, ldb, K, n, blocks
     bint transB
-    bint in_place       # not packed: gemm_nn multiplies B where it is (weights_in_place)
-    void *P             # the blocks packed one after another, or NULL: in place, or (out of
-                        # memory) BLAS multiplies B
+    void *P             # the blocks packed one after another, or NULL: read in place (gemm_nn,
+                        # or gemm_nt with transB)
     size_t length       # elements of one packed block (panel.h's panel_len(K, n))
 
 
@@ -67,14 +73,14 @@ cdef inline size_t _panel_len(const real *tag, Py_ssize_t K, Py_ssize_t n) noexc
 
 
 cdef inline PackedWeights weights_in_place(const real *B, Py_ssize_t step, Py_ssize_t blocks,
-                                           Py_ssize_t K, Py_ssize_t n,
-                                           Py_ssize_t ldb) noexcept nogil:
-    """The `blocks` blocks B + k·step [K, n] of a weight matrix (rows ldb apart), multiplied
-    where they are: for products that run once, which packing would slow down (a cell's; see
-    gemm_nn in include/cells/panel_impl.h). Nothing to free."""
+                                           Py_ssize_t K, Py_ssize_t n, Py_ssize_t ldb,
+                                           bint transB) noexcept nogil:
+    """The `blocks` blocks op(B + k·step) [K, n] of a weight matrix (rows ldb apart),
+    multiplied where they are: for products that run once, which packing would slow down (a
+    cell's; see gemm_nn and gemm_nt in include/cells/panel_impl.h). Nothing to free."""
     cdef PackedWeights w
-    w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB, w.P = B, step, ldb, K, n, blocks, False, NULL
-    w.in_place, w.length = True, 0
+    w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB = B, step, ldb, K, n, blocks, transB
+    w.P, w.length = NULL, 0
     return w
 
 
@@ -82,19 +88,20 @@ cdef inline PackedWeights pack_weights(const real *B, Py_ssize_t step, Py_ssize_
                                        Py_ssize_t K, Py_ssize_t n, Py_ssize_t ldb,
                                        bint transB) noexcept nogil:
     """The `blocks` blocks op(B + k·step) [K, n] of a weight matrix, packed into memory of this
-    thread (free it with free_packed()). Out of memory, P stays NULL and gemm_packed()
-    multiplies B itself."""
-    cdef PackedWeights w = weights_in_place(B, step, blocks, K, n, ldb)  # its description, then:
+    thread (free it with free_packed()). Out of memory, P stays NULL: the weights are then read
+    in place."""
+    cdef PackedWeights w = weights_in_place(B, step, blocks, K, n, ldb, transB)
     cdef Py_ssize_t k
-    w.transB, w.in_place, w.length = transB, False, _panel_len(B, K, n)
-    if w.length == 0 or posix_memalign(&w.P, 64, blocks * w.length * sizeof(real)) != 0:
+    cdef size_t length = _panel_len(B, K, n)
+    if length == 0 or posix_memalign(&w.P, 64, blocks * length * sizeof(real)) != 0:
         w.P = NULL
         return w
+    w.length = length
     for k in range(blocks):
         if real is float:
-            cells_pack_panels_f(K, n, B + k * step, ldb, transB, <float *>w.P + k * w.length)
+            cells_pack_panels_f(K, n, B + k * step, ldb, transB, <float *>w.P + k * length)
         else:
-            cells_pack_panels_d(K, n, B + k * step, ldb, transB, <double *>w.P + k * w.length)
+            cells_pack_panels_d(K, n, B + k * step, ldb, transB, <double *>w.P + k * length)
     return w
 
 
@@ -103,27 +110,23 @@ cdef inline void gemm_packed(Py_ssize_t M, const real *A, Py_ssize_t lda, Packed
                              const real *bias=NULL) noexcept nogil:
     """C[M, n] = A[M, K]·op(B_k) (+ bias [n], to every row) + beta·C (beta 0: C is only
     written), block k of w."""
-    cdef Py_ssize_t i, j
-    if w.in_place:
+    cdef const real *B = <const real *>w.B + k * w.step
+    if w.P != NULL:
         if real is float:
-            cells_gemm_nn_f(M, w.n, w.K, A, lda, <const float *>w.B + k * w.step, w.ldb, bias,
-                            beta, C, ldc)
+            cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * w.length, bias,
+                                beta, C, ldc)
         else:
-            cells_gemm_nn_d(M, w.n, w.K, A, lda, <const double *>w.B + k * w.step, w.ldb, bias,
-                            beta, C, ldc)
-    elif w.P == NULL:
-        gemm(AS_IS, w.transB, M, w.n, w.K, 1, A, lda, <const real *>w.B + k * w.step, w.ldb,
-             beta, C, ldc)
-        if bias != NULL:
-            for i in range(M):
-                for j in range(w.n):
-                    C[i * ldc + j] += bias[j]
+            cells_gemm_panels_d(M, w.n, w.K, A, lda, <const double *>w.P + k * w.length, bias,
+                                beta, C, ldc)
+    elif w.transB:
+        if real is float:
+            cells_gemm_nt_f(M, w.n, w.K, A, lda, B, w.ldb, bias, beta, C, ldc)
+        else:
+            cells_gemm_nt_d(M, w.n, w.K, A, lda, B, w.ldb, bias, beta, C, ldc)
     elif real is float:
-        cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * w.length, bias, beta,
-                            C, ldc)
+        cells_gemm_nn_f(M, w.n, w.K, A, lda, B, w.ldb, bias, beta, C, ldc)
     else:
-        cells_gemm_panels_d(M, w.n, w.K, A, lda, <const double *>w.P + k * w.length, bias,
-                            beta, C, ldc)
+        cells_gemm_nn_d(M, w.n, w.K, A, lda, B, w.ldb, bias, beta, C, ldc)
 
 
 cdef inline void project(Py_ssize_t rows,

@@ -18,10 +18,9 @@ each. Part p owns the units [j0, j1) (its block of each gate block). At every st
 the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), then runs its
 family's step for just those elements. The input projection (a chunk of time steps at a time, just
 before the steps that read it) and the backward's dL/dx run on packed weights too (a call of one
-step, whose every product runs once, reads the weights that need no transposing in place:
-call_weights); the backward's weight gradients are one product per weight and part, each its
+step, whose every product runs once, reads the weights in place: call_weights); the backward's weight gradients are one product per weight and part, each its
 own columns, on the same kernels reading the inputs and dz in place (gemm_tn; on BLAS for a
-gradient over TN_C_BYTES).
+gradient over TN_C_BYTES: the only products on BLAS).
 Threads meet at a barrier only where a product needs columns that other threads wrote: once per
 step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
 the recurrent weights small (splits_rows), a pass splits the batch rows instead: part p runs every
@@ -92,14 +91,33 @@ LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
 # The weights, packed once per call (or, by a call of one step, read in place)
 # ---------------------------------------------------------------------------------------------
 
+# A call of one step reads weights it multiplies transposed in place (gemm_nt's dot products)
+# while its products have fewer rows than K / NT_K_PER_ROW (K: their inner dimension); with more,
+# transposing the weights into panels first is faster (its cost grows with K, gemm_nt's extra
+# cost with the rows). Measured (1 thread, float, n = 128-768), gemm_nt as fast as transposing
+# and gemm_panels at 11 rows for K = 128, 25 for 256, 32 for 384, 48 for 512, and above 48 for
+# K = 768-1536; 2-3x as fast at 8 rows for K >= 384.
+cdef enum:
+    NT_K_PER_ROW = 10
+
+
+cpdef bint reads_weights_in_place(Py_ssize_t sL, Py_ssize_t rows, Py_ssize_t K,
+                                  bint transposed) noexcept nogil:
+    """Whether a pass of sL steps whose products have `rows` rows (a thread's) and inner
+    dimension K multiplies a weight (read transposed: `transposed`) where it is rather than a
+    copy packed for the call: in a call of one step (a cell, whose every product runs once),
+    always where the weight needs no transposing, else for fewer than K / NT_K_PER_ROW rows."""
+    return sL == 1 and (not transposed or rows * NT_K_PER_ROW < K)
+
+
 cdef inline PackedWeights call_weights(const Loop *L, const real *B, Py_ssize_t step,
                                        Py_ssize_t blocks, Py_ssize_t K, Py_ssize_t n,
                                        Py_ssize_t ldb, bint transB) noexcept nogil:
-    """The weights of one of the call's products (pack_weights' arguments): packed once, or in a
-    call of one step (a cell, whose every product runs once) read in place where they need no
-    transposing."""
-    if L.sL == 1 and not transB:
-        return weights_in_place(B, step, blocks, K, n, ldb)
+    """The weights of one of the call's products (pack_weights' arguments): packed once, or
+    read in place (reads_weights_in_place)."""
+    cdef Py_ssize_t rows = (L.bS + L.n_threads - 1) // L.n_threads if L.rows_split else L.bS
+    if reads_weights_in_place(L.sL, rows, K, transB):
+        return weights_in_place(B, step, blocks, K, n, ldb, transB)
     return pack_weights(B, step, blocks, K, n, ldb, transB)
 
 
@@ -544,6 +562,15 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
             weight_grad(L.weights_transposed, nOut, end - col, SB, aux, nOut, gates + col,
                         G, OVERWRITE, gate_columns(L, dLdWh, col), L.ldw)
         col = end
+
+
+cpdef bint backward_calls_blas(Py_ssize_t nIn, Py_ssize_t nState, Py_ssize_t G,
+                               Py_ssize_t itemsize):
+    """Whether a backward pass may multiply on BLAS: where dL/dWx [nIn, G] or dL/dWh [nState, G]
+    holds more than TN_C_BYTES (weight_grad takes a thread's columns of it, at most all of it;
+    dL/dWproj [nOut, nState] is smaller than dL/dWh). Every other product of either pass runs on
+    cells' kernels."""
+    return max(nIn, nState) * G * itemsize > CELLS_PANEL_TN_C_BYTES
 
 
 # The input projection runs a chunk of time steps at a time, just before the loop steps that

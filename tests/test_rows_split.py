@@ -6,8 +6,9 @@ Every family (the GRU's two variants, one of them two-phase; the LSTM plain, wit
 projected; the LLTM, in PyTorch's weight layout; the RNN), at batch sizes that split (16 rows:
 8 + 8, the smallest; 37: 18 + 19; 25 on 3 threads: 8 + 8 + 9), forward and reverse, with
 and without seq_len, in float64 and float32, against the float64 references: h, the final
-states and every gradient; and sequences of one step, whose weights are read in place. The
-other tests run batches too small to split, except tests/test_projection_chunks.py."""
+states and every gradient; and sequences of one step, whose weights are read in place (on both
+sides of the rows from which the ones read transposed are packed). The other tests run batches
+too small to split, except tests/test_projection_chunks.py."""
 import numpy as np
 import pytest
 
@@ -143,14 +144,44 @@ def test_rows_split_against_the_reference(case, bS, n_threads, forward, with_len
 @pytest.mark.parametrize("with_lengths", [False, True], ids=["full", "seq_len"])
 @pytest.mark.parametrize("case", CASES)
 def test_one_step_with_the_rows_split(case, with_lengths, dtype):
-    """Sequences of one step, which multiply the weights that need no transposing where they
-    are (cells/_time_loop.pyx, call_weights): libnd4j's layout in the forward, the LLTM's
-    PyTorch layout in the backward; with the rows split, and lengths 0 and 1."""
+    """Sequences of one step, which multiply their weights where they are (cells/_time_loop.pyx,
+    reads_weights_in_place); with the rows split, and lengths 0 and 1."""
     bS, n_threads = SPLITS[0]
     _assert_rows_split(case, bS, n_threads, dtype)
     run = CASES[case][1]
     run(np.random.default_rng(bS + 11), 1, bS, _seq_len(1, bS, with_lengths), True,
         n_threads, dtype)
+
+
+# (bS, n_threads): one-step calls on both sides of K / 10 rows, where a product that reads its
+# weights transposed (K = 16-64 here: a gate block or all G = gates·nOut) stops reading them in
+# place: 1 row, every one in place (but the LLTM's x columns, K = nIn = 6); 4 and 6 rows, some
+# in place and some packed; 64 rows, and the rows split (8 and 64 rows a thread), all packed.
+IN_PLACE_EDGES = [(1, 1), (4, 1), (6, 1), (64, 1), (16, 2), (128, 2)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("bS,n_threads", IN_PLACE_EDGES)
+@pytest.mark.parametrize("case", CASES)
+def test_one_step_in_place_and_packed(case, bS, n_threads, dtype):
+    """Sequences of one step on both sides of the rows from which the weights a product reads
+    transposed (libnd4j's layout in the backward, the LLTM's PyTorch layout in the forward) are
+    packed instead of read in place (cells/_time_loop.pyx, reads_weights_in_place)."""
+    if n_threads > 1:
+        _assert_rows_split(case, bS, n_threads, dtype)
+    CASES[case][1](np.random.default_rng(bS), 1, bS, _seq_len(1, bS, True), True, n_threads,
+                   dtype)
+
+
+def test_which_calls_read_weights_in_place():
+    """Calls of one step read their weights in place: always where they need no transposing,
+    where they do for fewer than K / 10 rows a thread (K: the product's inner dimension).
+    Longer calls pack them. Arguments: sL, rows, K, transposed."""
+    in_place = _time_loop.reads_weights_in_place
+    assert in_place(1, 1, 6, False) and in_place(1, 4096, 6, False)
+    assert in_place(1, 1, 11, True) and in_place(1, 51, 512, True)
+    assert not in_place(1, 1, 10, True) and not in_place(1, 52, 512, True)
+    assert not in_place(2, 1, 512, False) and not in_place(2, 1, 512, True)
 
 
 def test_which_passes_split_rows():

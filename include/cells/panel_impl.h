@@ -154,6 +154,17 @@ CELLS_PANEL_INLINE void FN(panel_add)(const int isa, FN(panel_vec) *c, const FN(
         for (int h = 0; h < 4; ++h) c->x[h] += b->x[h];
     }
 }
+/* c += a·b, element by element */
+CELLS_PANEL_INLINE void FN(panel_fmav)(const int isa, FN(panel_vec) *c, const FN(panel_vec) *a,
+                                       const FN(panel_vec) *b) {
+    if (isa == 4) {
+        c->z += a->z * b->z;
+    } else if (isa == 3) {
+        for (int h = 0; h < 2; ++h) c->y[h] += a->y[h] * b->y[h];
+    } else {
+        for (int h = 0; h < 4; ++h) c->x[h] += a->x[h] * b->x[h];
+    }
+}
 #else /* plain C: an array, for the compiler to vectorise if it can */
 #define CELLS_PANEL_VL (CELLS_PANEL_VBYTES / (int)sizeof(REAL))
 typedef struct { REAL e[CELLS_PANEL_VBYTES / sizeof(REAL)]; } FN(panel_vec);
@@ -179,8 +190,28 @@ CELLS_PANEL_INLINE void FN(panel_add)(const int isa, FN(panel_vec) *c, const FN(
     (void)isa;
     for (int l = 0; l < CELLS_PANEL_VL; ++l) c->e[l] += b->e[l];
 }
+CELLS_PANEL_INLINE void FN(panel_fmav)(const int isa, FN(panel_vec) *c, const FN(panel_vec) *a,
+                                       const FN(panel_vec) *b) {
+    (void)isa;
+    for (int l = 0; l < CELLS_PANEL_VL; ++l) c->e[l] += a->e[l] * b->e[l];
+}
 #undef CELLS_PANEL_VL
 #endif
+
+/* The sum of v's elements, halves added to halves. (Through a copy in memory: read in halves
+ * where it is, v would be kept in memory, stored and reloaded around every CELLS_PANEL_BARRIER
+ * of the loop that accumulates it.) */
+CELLS_PANEL_INLINE REAL FN(panel_sum)(const int isa, const FN(panel_vec) *v) {
+    enum { VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
+    REAL e[VL];
+    FN(panel_store)(isa, e, v);
+    CELLS_PANEL_UNROLL
+    for (int half = VL / 2; half >= 1; half /= 2)
+        CELLS_PANEL_UNROLL
+        for (int l = 0; l < half; ++l)
+            e[l] += e[l + half];
+    return e[0];
+}
 
 /* Register blocking for instruction set `isa` (see panel.h); constants once inlined.
  * A tile is m <= mr rows of C by nv <= nvt vectors of one panel; its m·nv vector accumulators,
@@ -190,6 +221,12 @@ CELLS_PANEL_INLINE void FN(panel_add)(const int isa, FN(panel_vec) *c, const FN(
  *   isa 0 (16 xmm, a vector in 4): 2 rows × 1 vector: 8 + 4 + 1 (+1 for the product, no FMA). */
 CELLS_PANEL_INLINE int FN(panel_mr)(int isa) { return isa == 4 ? 6 : isa == 3 ? 6 : 2; }
 CELLS_PANEL_INLINE int FN(panel_nvt)(int isa) { return isa == 4 ? CELLS_PANEL_NV : 1; }
+
+/* The dot-product tiles of gemm_nt: m <= dot_mr rows of A by q <= dot_qr rows of B, m·q vector
+ * accumulators (times ku), with q vectors of B and one of A:
+ *   isa 4: 4 × 4 (16 + 4 + 1 zmm);  isa 3: 2 × 2 (8 + 4 + 2 ymm);  isa 0: 1 × 1 (4 + 4 + 4 xmm). */
+CELLS_PANEL_INLINE int FN(panel_dot_mr)(int isa) { return isa == 4 ? 4 : isa == 3 ? 2 : 1; }
+CELLS_PANEL_INLINE int FN(panel_dot_qr)(int isa) { return isa == 4 ? 4 : isa == 3 ? 2 : 1; }
 
 /* Independent accumulator sets for an m × nv tile. The FMAs into one accumulator form a chain,
  * so at least latency × issue width (4 cycles × 2 FMA units, on recent x86) registers' worth
@@ -335,6 +372,99 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
     }
 }
 
+/* One vector of K in a dot-product tile: acc[r][c] += A[r, 0..VL)·B[c, 0..VL), element by
+ * element (A [m, lda], B [q, ldb]). */
+CELLS_PANEL_INLINE void FN(panel_dot_vector)(const int isa, const int m, const int q,
+                                             const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
+                                             const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
+                                             FN(panel_vec) acc[][CELLS_PANEL_NV]) {
+    FN(panel_vec) b[CELLS_PANEL_NV];
+    CELLS_PANEL_UNROLL
+    for (int c = 0; c < q; ++c)
+        FN(panel_load)(isa, &b[c], B + c * ldb);
+    CELLS_PANEL_BARRIER();
+    CELLS_PANEL_UNROLL
+    for (int r = 0; r < m; ++r) {
+        FN(panel_vec) a;
+        FN(panel_load)(isa, &a, A + r * lda);
+        CELLS_PANEL_UNROLL
+        for (int c = 0; c < q; ++c)
+            FN(panel_fmav)(isa, &acc[r][c], &a, &b[c]);
+        CELLS_PANEL_BARRIER();
+    }
+}
+
+/* The dot-product tile of gemm_nt: C[m, q] = A[m, K]·B[q, K]ᵀ (+ bias) (+ C with
+ * CELLS_PANEL_ADD), for isa, m <= CELLS_PANEL_MR_MAX, q <= CELLS_PANEL_NV and ku <=
+ * CELLS_PANEL_KU_MAX constants once inlined. Each element of C is one dot product of a row of A
+ * and a row of B, both read with unit stride: accumulated in vectors (ku sets over alternate
+ * vectors of K), then summed across (panel_sum); the last K % VL terms are scalar.
+ *   A: [m, lda >= K], B: [q, ldb >= K], each read only in its K columns
+ *   bias: [q], added with CELLS_PANEL_BIAS (else not read)
+ *   C: [m, ldc >= q]; read only with CELLS_PANEL_ADD */
+CELLS_PANEL_INLINE void FN(panel_dot_tile)(const int isa, const int m, const int q,
+                                           const int ku, ptrdiff_t K,
+                                           const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
+                                           const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
+                                           const REAL *CELLS_RESTRICT bias, int flags,
+                                           REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
+    enum { VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
+    const ptrdiff_t Kv = K - K % VL; /* the vectors of K end here */
+    FN(panel_vec) acc[CELLS_PANEL_KU_MAX][CELLS_PANEL_MR_MAX][CELLS_PANEL_NV];
+    CELLS_PANEL_UNROLL
+    for (int u = 0; u < ku; ++u)
+        CELLS_PANEL_UNROLL
+        for (int r = 0; r < m; ++r)
+            CELLS_PANEL_UNROLL
+            for (int c = 0; c < q; ++c)
+                FN(panel_zero)(isa, &acc[u][r][c]);
+
+    ptrdiff_t k = 0;
+    for (; k < Kv; ) {
+        const int sets = k + ku * VL <= Kv ? ku : 1; /* the last Kv / VL % ku vectors: set 0 */
+        CELLS_PANEL_UNROLL
+        for (int u = 0; u < ku; ++u) {
+            if (u >= sets)
+                break;
+            /* every vector loaded once, then the m·q FMAs (see CELLS_PANEL_BARRIER) */
+            FN(panel_vec) a[CELLS_PANEL_MR_MAX], b[CELLS_PANEL_NV];
+            CELLS_PANEL_UNROLL
+            for (int r = 0; r < m; ++r)
+                FN(panel_load)(isa, &a[r], A + r * lda + k);
+            CELLS_PANEL_UNROLL
+            for (int c = 0; c < q; ++c)
+                FN(panel_load)(isa, &b[c], B + c * ldb + k);
+            CELLS_PANEL_BARRIER();
+            CELLS_PANEL_UNROLL
+            for (int r = 0; r < m; ++r)
+                CELLS_PANEL_UNROLL
+                for (int c = 0; c < q; ++c)
+                    FN(panel_fmav)(isa, &acc[u][r][c], &a[r], &b[c]);
+            k += VL;
+        }
+    }
+    CELLS_PANEL_UNROLL
+    for (int u = 1; u < ku; ++u)
+        CELLS_PANEL_UNROLL
+        for (int r = 0; r < m; ++r)
+            CELLS_PANEL_UNROLL
+            for (int c = 0; c < q; ++c)
+                FN(panel_add)(isa, &acc[0][r][c], &acc[u][r][c]);
+
+    CELLS_PANEL_UNROLL
+    for (int r = 0; r < m; ++r)
+        CELLS_PANEL_UNROLL
+        for (int c = 0; c < q; ++c) {
+            REAL s = FN(panel_sum)(isa, &acc[0][r][c]);
+            for (ptrdiff_t t = Kv; t < K; ++t)
+                s += A[r * lda + t] * B[c * ldb + t];
+            if (flags & CELLS_PANEL_BIAS)
+                s += bias[c];
+            REAL *out = C + r * ldc + c;
+            *out = (flags & CELLS_PANEL_ADD) ? *out + s : s;
+        }
+}
+
 /* One tile of m rows and nv vectors, m, nv and where B is (flag CELLS_PANEL_IN_PLACE) run-time
  * values: each case the blocking of `isa` can produce is its own register-blocked kernel. */
 CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff_t K,
@@ -342,6 +472,38 @@ CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff
                                            ptrdiff_t ldp, const REAL *bias, int flags, REAL *C,
                                            ptrdiff_t ldc, ptrdiff_t w) {
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
+    const int dot_mr = FN(panel_dot_mr)(isa), dot_qr = FN(panel_dot_qr)(isa);
+    if (flags & CELLS_PANEL_NT) { /* a dot-product tile: nv is its q rows of B */
+#define CELLS_PANEL_DOT_Q(c, v)                                                              \
+    case v:                                                                                  \
+        if (v <= dot_qr)                                                                     \
+            FN(panel_dot_tile)(isa, c, v, FN(panel_ku)(isa, c, v), K, A, lda, Pv, ldp, bias, \
+                               flags, C, ldc);                                               \
+        break;
+#define CELLS_PANEL_DOT_CASE(c)                                                              \
+    case c:                                                                                  \
+        if (c <= dot_mr)                                                                     \
+            switch (nv) {                                                                    \
+                CELLS_PANEL_DOT_Q(c, 1)                                                      \
+                CELLS_PANEL_DOT_Q(c, 2)                                                      \
+                CELLS_PANEL_DOT_Q(c, 3)                                                      \
+                CELLS_PANEL_DOT_Q(c, 4)                                                      \
+            default:                                                                         \
+                break;                                                                       \
+            }                                                                                \
+        break;
+        switch (m) {
+            CELLS_PANEL_DOT_CASE(1)
+            CELLS_PANEL_DOT_CASE(2)
+            CELLS_PANEL_DOT_CASE(3)
+            CELLS_PANEL_DOT_CASE(4)
+        default:
+            break;
+        }
+#undef CELLS_PANEL_DOT_CASE
+#undef CELLS_PANEL_DOT_Q
+        return;
+    }
 #define CELLS_PANEL_CASE_NV(c, v)                                                            \
     case v:                                                                                  \
         if (v <= nvt && (flags & CELLS_PANEL_IN_PLACE))                                      \
@@ -604,4 +766,52 @@ CELLS_FN void FN(gemm_nn)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CEL
                           const REAL *CELLS_RESTRICT bias, REAL beta, REAL *CELLS_RESTRICT C,
                           ptrdiff_t ldc) {
     FN(panel_gemm_unpacked)(cells_panel_isa(), 0, M, n, K, A, lda, B, ldb, bias, beta, C, ldc);
+}
+
+/* gemm_nt with blocking FN(panel_blocking)(isa): C in tiles of dot_mr rows (as equal in height
+ * as possible, as in panel_gemm) by dot_qr columns; columns outer, so that a tile's dot_qr rows
+ * of B (4 × K elements: in L1 for K up to 2048 floats) pass over every tile of A's rows. */
+CELLS_FN void FN(panel_gemm_nt)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
+                                const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
+                                const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
+                                const REAL *CELLS_RESTRICT bias, REAL beta,
+                                REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
+    isa = FN(panel_blocking)(isa);
+    const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa);
+    const int mr = FN(panel_dot_mr)(isa), qr = FN(panel_dot_qr)(isa);
+    if (M <= 0 || n <= 0)
+        return;
+    if (beta != 0 && beta != 1)
+        FN(panel_scale)(M, n, beta, C, ldc);
+    const int flags = CELLS_PANEL_NT | (beta != 0 ? CELLS_PANEL_ADD : 0)
+                      | (bias ? CELLS_PANEL_BIAS : 0);
+    const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
+    for (ptrdiff_t j = 0; j < n; j += qr) {
+        const int q = (int)(n - j < qr ? n - j : qr);
+        ptrdiff_t i = 0;
+        for (ptrdiff_t t = 0; t < tiles; ++t) {
+            const int m = (int)(rows + (t < taller));
+            kernels(m, q, K, A + i * lda, lda, B + j * ldb, ldb, bias ? bias + j : 0, flags,
+                    C + i * ldc + j, ldc, q);
+            i += m;
+        }
+    }
+}
+
+/* C = A·Bᵀ (+ bias) + beta·C, both read in place, B's rows being C's columns: a product that
+ * runs once with weights stored transposed (dz·Whᵀ in a cell's backward, Wh [nOut, G] as
+ * libnd4j stores it), where transposing them into panels took several times as long as the
+ * product. Each element of C is a dot product of two rows read with unit stride.
+ *   A: [M, lda >= K], read only in its M rows × K columns
+ *   B: [n, ldb >= K], read only in its n rows × K columns
+ *   bias: [n], added to every row, or NULL
+ *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may
+ *      hold NaN), otherwise C = A·Bᵀ + bias + beta·C
+ * M = 0 or n = 0 does nothing; K = 0 sets C = bias + beta·C. Single-threaded; runs the AVX-512,
+ * AVX2 or baseline kernels, the best the CPU has (cells_panel_isa). */
+CELLS_FN void FN(gemm_nt)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
+                          ptrdiff_t lda, const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
+                          const REAL *CELLS_RESTRICT bias, REAL beta, REAL *CELLS_RESTRICT C,
+                          ptrdiff_t ldc) {
+    FN(panel_gemm_nt)(cells_panel_isa(), M, n, K, A, lda, B, ldb, bias, beta, C, ldc);
 }

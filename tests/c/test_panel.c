@@ -1,5 +1,5 @@
-/* Correctness test of cells/panel.h: pack_panels, gemm_panels, gemm_tn and gemm_nn against a
- * naive triple loop.
+/* Correctness test of cells/panel.h: pack_panels, gemm_panels, gemm_tn, gemm_nn and gemm_nt
+ * against a naive triple loop.
  *
  *   gcc -O3 -fno-wrapv -fno-trapping-math -I include tests/c/test_panel.c -o test_panel -lm
  *   ./test_panel                          (tests/test_panel.py does this)
@@ -18,9 +18,10 @@
  *    called through cells_panel_gemm_*; where this build lacks one, the next lower it has) as
  *    well as through the public cells_gemm_panels_* (the one the CPU picks), with P misaligned
  *    too;
- *  - gemm_tn (C = Aᵀ·B + beta·C, A [K, M] and B [K, n] read in place) and gemm_nn (C = A·B
- *    (+ bias) + beta·C, A [M, K]) the same way, on sizes that cross their row blocks
- *    (K > CELLS_PANEL_TN_ROWS), and every part vector of B's columns;
+ *  - gemm_tn (C = Aᵀ·B + beta·C, A [K, M] and B [K, n] read in place), gemm_nn (C = A·B
+ *    (+ bias) + beta·C, A [M, K]) and gemm_nt (C = A·Bᵀ (+ bias) + beta·C, B [n, K]) the same
+ *    way, on sizes that cross gemm_tn's and gemm_nn's row blocks (K > CELLS_PANEL_TN_ROWS),
+ *    every part vector of B's columns (of K's vectors for gemm_nt) and every part tile;
  *  - the reference accumulates in long double; the error bound is the classical one for a dot
  *    product summed in any order, |ĉ - c| <= γ_{K+2}·(Σ|a||b| + |beta·c0|), γ_m = m·u/(1-m·u),
  *    u = eps/2 (K products and sums, plus the beta·c0 term and its sum); we allow (K+2)·eps,
@@ -42,8 +43,9 @@ static const double SENTINEL = 12345.0;
 static long failures, checks;
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
-/* What a product runs: gemm_panels on a packed B, or gemm_tn / gemm_nn on B in place. */
-enum kind { GEMM_PANELS, GEMM_TN, GEMM_NN };
+/* What a product runs: gemm_panels on a packed B, or gemm_tn / gemm_nn / gemm_nt on B in
+ * place. */
+enum kind { GEMM_PANELS, GEMM_TN, GEMM_NN, GEMM_NT };
 
 static double uniform(void) { /* in [-1, 1) */
     rng_state ^= rng_state << 13;
@@ -108,7 +110,8 @@ static REAL *make_c0_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t ldc, size_t lenC, R
 }                                                                                              \
                                                                                                \
 /* One product under test: C = op(A)·op(B) (+ bias) + beta·C of gemm_panels (B: the packed P),\
- * of gemm_tn (A [K, lda] read transposed, B [K, ldb]) or of gemm_nn (A [M, lda], B [K, ldb]).  \
+ * of gemm_tn (A [K, lda] read transposed, B [K, ldb]), of gemm_nn (A [M, lda], B [K, ldb]) or \
+ * of gemm_nt (A [M, lda], B [n, ldb] read transposed).                                        \
  */                                                                                            \
 typedef struct {                                                                               \
     enum kind kind;                                                                            \
@@ -158,7 +161,13 @@ static void every_blocking_##S(const char *what, const product_##S *g, const REA
             continue;                                                                          \
         REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
         for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
-        if (g->kind != GEMM_PANELS && isas[t] >= 0)                                            \
+        if (g->kind == GEMM_NT && isas[t] >= 0)                                                \
+            cells_panel_gemm_nt_##S(isas[t], g->M, g->n, g->K, g->A, g->lda, g->B, g->ldb,     \
+                                    g->bias, g->beta, C, ldc);                                 \
+        else if (g->kind == GEMM_NT)                                                           \
+            cells_gemm_nt_##S(g->M, g->n, g->K, g->A, g->lda, g->B, g->ldb, g->bias, g->beta,  \
+                              C, ldc);                                                         \
+        else if (g->kind != GEMM_PANELS && isas[t] >= 0)                                       \
             cells_panel_gemm_unpacked_##S(isas[t], g->kind == GEMM_TN, g->M, g->n, g->K, g->A, \
                                           g->lda, g->B, g->ldb, g->bias, g->beta, C, ldc);     \
         else if (g->kind == GEMM_TN)                                                           \
@@ -264,21 +273,23 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
     free(B - GUARD);                                                                           \
 }                                                                                              \
                                                                                                \
-/* One case of gemm_tn (kind GEMM_TN: C = Aᵀ·B + beta·C, A [K, lda]) or gemm_nn (GEMM_NN:     \
- * C = A·B (+ bias, with with_bias) + beta·C, A [M, lda]); B [K, ldb]; NaN in their gaps. */  \
+/* One case of gemm_tn (kind GEMM_TN: C = Aᵀ·B + beta·C, A [K, lda], B [K, ldb]), gemm_nn     \
+ * (GEMM_NN: C = A·B (+ bias, with with_bias) + beta·C, A [M, lda], B [K, ldb]) or gemm_nt     \
+ * (GEMM_NT: C = A·Bᵀ (+ bias) + beta·C, A [M, lda], B [n, ldb]); NaN in their gaps. */       \
 static void run_unpacked_##S(enum kind kind, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,          \
                              REAL beta, int with_bias) {                                       \
-    const int tn = kind == GEMM_TN;                                                            \
-    const ptrdiff_t lda = tn ? M + 3 : K + 3, ldb = n + 2, ldc = n + 5;                        \
+    const int tn = kind == GEMM_TN, nt = kind == GEMM_NT;                                      \
+    const ptrdiff_t lda = tn ? M + 3 : K + 3, ldb = nt ? K + 2 : n + 2, ldc = n + 5;           \
     const ptrdiff_t arows = tn ? K : M, acols = tn ? M : K;                                    \
+    const ptrdiff_t brows = nt ? n : K, bcols = nt ? K : n;                                    \
     const size_t lenA = arows ? (size_t)((arows - 1) * lda + acols) : 0;                       \
-    const size_t lenB = K ? (size_t)((K - 1) * ldb + n) : 0;                                   \
+    const size_t lenB = brows ? (size_t)((brows - 1) * ldb + bcols) : 0;                       \
     const size_t lenC = M ? (size_t)((M - 1) * ldc + n) : 0;                                   \
     REAL *A = alloc_##S(lenA, GUARD, (REAL)NAN), *B = alloc_##S(lenB, GUARD, (REAL)NAN);       \
     for (ptrdiff_t r = 0; r < arows; ++r)                                                      \
         for (ptrdiff_t c = 0; c < acols; ++c) A[r * lda + c] = (REAL)uniform();                \
-    for (ptrdiff_t k = 0; k < K; ++k)                                                          \
-        for (ptrdiff_t j = 0; j < n; ++j) B[k * ldb + j] = (REAL)uniform();                    \
+    for (ptrdiff_t r = 0; r < brows; ++r)                                                      \
+        for (ptrdiff_t c = 0; c < bcols; ++c) B[r * ldb + c] = (REAL)uniform();                \
     REAL *C0 = make_c0_##S(M, n, ldc, lenC, beta);                                             \
     REAL *bias_buf = alloc_##S((size_t)n, GUARD, (REAL)NAN);                                   \
     for (ptrdiff_t j = 0; j < n; ++j) bias_buf[j] = (REAL)uniform();                           \
@@ -286,8 +297,10 @@ static void run_unpacked_##S(enum kind kind, ptrdiff_t M, ptrdiff_t n, ptrdiff_t
     const product_##S g = {kind, M, n, K, A, B, bias, lda, ldb, beta};                         \
     long double *ref = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
     long double *mag = malloc((size_t)(M * n + 1) * sizeof(long double));                      \
-    reference_##S(&g, tn ? 1 : lda, tn ? lda : 1, B, ldb, 1, C0, ldc, ref, mag);               \
-    every_blocking_##S(tn ? "gemm_tn" : "gemm_nn", &g, C0, ldc, lenC, ref, mag);               \
+    reference_##S(&g, tn ? 1 : lda, tn ? lda : 1, B, nt ? 1 : ldb, nt ? ldb : 1, C0, ldc, ref, \
+                  mag);                                                                        \
+    every_blocking_##S(tn ? "gemm_tn" : nt ? "gemm_nt" : "gemm_nn", &g, C0, ldc, lenC, ref,    \
+                       mag);                                                                   \
     free(ref);                                                                                 \
     free(mag);                                                                                 \
     free(C0);                                                                                  \
@@ -331,12 +344,14 @@ int main(void) {
                                 run_d(M, ns[in], Ks[ik], transB, beta, with_bias, misalign);
                             ++cases;
                         }
-        /* gemm_tn and gemm_nn: K across row blocks too */
-        const ptrdiff_t Ktn[] = {0, 1, 7, CELLS_PANEL_TN_ROWS + 1, 2 * CELLS_PANEL_TN_ROWS + 45};
-        for (int kind = GEMM_TN; kind <= GEMM_NN; ++kind)
+        /* gemm_tn, gemm_nn and gemm_nt: K across row blocks, and in whole vectors (VL·ku: gemm_nt's
+         * every accumulator set) and parts of one */
+        const ptrdiff_t Ktn[] = {0, 1, 7, 4 * VL, CELLS_PANEL_TN_ROWS + 1,
+                                 2 * CELLS_PANEL_TN_ROWS + 45};
+        for (int kind = GEMM_TN; kind <= GEMM_NT; ++kind)
             for (size_t ik = 0; ik < sizeof Ktn / sizeof *Ktn; ++ik)
                 for (size_t in = 0; in < sizeof ns / sizeof *ns; ++in)
-                    for (ptrdiff_t M = 0; M <= Mmax; M += 1 + (ik > 2))
+                    for (ptrdiff_t M = 0; M <= Mmax; M += 1 + (ik > 3))
                         for (int b = 0; b < 3; ++b) {
                             const double beta = b == 2 ? -0.5 : b;
                             const int with_bias = (int)((M + ik + in) % 2);
@@ -349,7 +364,7 @@ int main(void) {
                             ++cases;
                         }
         /* many tiles of C's rows by many groups of vectors, a part vector at the end */
-        for (int kind = GEMM_TN; kind <= GEMM_NN; ++kind)
+        for (int kind = GEMM_TN; kind <= GEMM_NT; ++kind)
             for (int b = 0; b < 2; ++b) {
                 const ptrdiff_t M = 7 * CELLS_PANEL_MR_MAX + 5, n = 3 * NR + VL + 3;
                 if (type == 0)
