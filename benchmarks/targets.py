@@ -5,7 +5,9 @@ classes (bench.py's SHAPE_CLASSES): "B1" is T=100 B=1 I=H=128, "B16" is T=100 B=
 "big" covers T=100 B=64 I=H=128 and 256 and T=50 B=128 I=H=512.
 
   - speed-ups (SPEEDUP_TARGETS), float32, at 1 and at 2 threads; against "the faster of
-    torch and ONNX Runtime" the ratio is taken against the faster contender's time;
+    torch and ONNX Runtime" the ratio is taken against the faster contender's time. Each also
+    says what it asks of the machine: the share of the FMA peak cells' call would reach at
+    the time the target allows (the contender's / the ratio asked), above 100 beyond it;
   - efficiency at the big shapes, 2 threads, float32: cells' GF/s (the gemm FLOPs any
     implementation must do, families.Family.gemm_flops) as a share of the FMA peak measured
     in the same run (benchmarks/peak.py);
@@ -65,13 +67,15 @@ def _case(row):
 
 def check(rows, shape_classes):
     """Every target that some rows measure, as dicts: target, case, threads, measured, required,
-    met. shape_classes maps (T, B, I, H) to "B1", "B16" or "big"."""
+    met, and for a speed-up needs_pct, the share of the FMA peak (%) cells would reach at the
+    time the target allows (None without a measured peak). shape_classes maps (T, B, I, H) to
+    "B1", "B16" or "big"."""
     verdicts = []
 
-    def verdict(target, row, measured, required):
+    def verdict(target, row, measured, required, needs_pct=None):
         verdicts.append({"target": target, "case": _label(row), "threads": row["threads"],
                          "measured": measured, "required": required,
-                         "met": measured >= required})
+                         "met": measured >= required, "needs_pct": needs_pct})
 
     def shape_class(row):
         return shape_classes.get((row["T"], row["B"], row["I"], row["H"]))
@@ -88,7 +92,10 @@ def check(rows, shape_classes):
             times = [contenders[c]["ms"] for c in t.contenders if c in contenders]
             if (f32 and cls and times and cells["family"] == t.family
                     and cells["task"] == t.task and t.variant in (None, cells["variant"])):
-                verdict(t.name, cells, min(times) / cells["ms"], t.required[cls])
+                speedup, required = min(times) / cells["ms"], t.required[cls]
+                needs = (None if cells["peak_pct"] is None
+                         else cells["peak_pct"] * required / speedup)
+                verdict(t.name, cells, speedup, required, needs)
         if (f32 and cls == "big" and cells["threads"] == 2
                 and cells["family"] in EFFICIENCY_FAMILIES and cells["peak_pct"] is not None):
             verdict(f"{cells['task']} share of the FMA peak (%)", cells, cells["peak_pct"],
@@ -113,7 +120,9 @@ def format_verdicts(verdicts):
     width = max(len(v["target"]) for v in verdicts)
     case_width = max(len(v["case"]) for v in verdicts)
     for v in verdicts:
+        needs = v.get("needs_pct")
+        asks = "" if needs is None else f"  (asks {needs:.0f}% of the FMA peak)"
         lines.append(f"  {v['target']:{width}}  {v['case']:{case_width}}  thr {v['threads']}  "
                      f"{v['measured']:7.2f} >= {v['required']:<5g} "
-                     f"{'met' if v['met'] else 'MISSED'}")
+                     f"{'met' if v['met'] else 'MISSED'}{asks}")
     return "\n".join(lines)
