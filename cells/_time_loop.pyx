@@ -18,9 +18,10 @@ each. Part p owns the units [j0, j1) (its block of each gate block). At every st
 the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), then runs its
 family's step for just those elements. The input projection (a chunk of time steps at a time, just
 before the steps that read it) and the backward's dL/dx run on packed weights too (a call of one
-step, whose every product runs once, reads the weights in place: call_weights); the backward's weight gradients are one product per weight and part, each its
-own columns, on the same kernels reading the inputs and dz in place (gemm_tn; on BLAS for a
-gradient over TN_C_BYTES: the only products on BLAS).
+step, whose every product runs once, reads the weights in place: call_weights); the backward's
+weight gradients are one product per weight and part, each its own columns, on the same kernels
+reading the inputs and dz in place (gemm_tn; on BLAS for a gradient over TN_C_BYTES: the only
+products on BLAS).
 Threads meet at a barrier only where a product needs columns that other threads wrote: once per
 step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
 the recurrent weights small (splits_rows), a pass splits the batch rows instead: part p runs every

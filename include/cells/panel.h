@@ -45,15 +45,13 @@
  * more. Measured: 3-25% faster where the panels came from L3 (1-2 MB), 5-15% slower at 128 KB
  * (L2), neutral at 512 KB. (The hardware prefetchers stop at each 4 KB page: 16 panel rows of
  * floats.) CELLS_PANEL_IN_PLACE: B is a matrix read in place, not packed (gemm_tn, gemm_nn);
- * CELLS_PANEL_TN: with it, the layout of gemm_tn (C = Aᵀ·B). CELLS_PANEL_NT: a dot-product
- * tile of gemm_nt (C = A·Bᵀ, B read in place). CELLS_PANEL_BIAS: add a bias row to the product
- * as it is stored. */
+ * CELLS_PANEL_TN: with it, the layout of gemm_tn (C = Aᵀ·B). CELLS_PANEL_BIAS: add a bias row
+ * to the product as it is stored. */
 #define CELLS_PANEL_ADD 1
 #define CELLS_PANEL_PREFETCH 2
 #define CELLS_PANEL_TN 4
 #define CELLS_PANEL_BIAS 8
 #define CELLS_PANEL_IN_PLACE 16
-#define CELLS_PANEL_NT 32
 #define CELLS_PANEL_PREFETCH_ROWS 16
 #define CELLS_PANEL_PREFETCH_BYTES (256 * 1024)
 

@@ -223,8 +223,8 @@ CELLS_PANEL_INLINE int FN(panel_mr)(int isa) { return isa == 4 ? 6 : isa == 3 ? 
 CELLS_PANEL_INLINE int FN(panel_nvt)(int isa) { return isa == 4 ? CELLS_PANEL_NV : 1; }
 
 /* The dot-product tiles of gemm_nt: m <= dot_mr rows of A by q <= dot_qr rows of B, m·q vector
- * accumulators (times ku), with q vectors of B and one of A:
- *   isa 4: 4 × 4 (16 + 4 + 1 zmm);  isa 3: 2 × 2 (8 + 4 + 2 ymm);  isa 0: 1 × 1 (4 + 4 + 4 xmm). */
+ * accumulators (times ku), with a vector of each of the m + q rows:
+ *   isa 4: 4 × 4 (16 + 8 zmm);  isa 3: 2 × 2 (8 + 8 ymm);  isa 0: 1 × 1 (4 + 8 xmm). */
 CELLS_PANEL_INLINE int FN(panel_dot_mr)(int isa) { return isa == 4 ? 4 : isa == 3 ? 2 : 1; }
 CELLS_PANEL_INLINE int FN(panel_dot_qr)(int isa) { return isa == 4 ? 4 : isa == 3 ? 2 : 1; }
 
@@ -373,25 +373,25 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
 }
 
 /* One vector of K in a dot-product tile: acc[r][c] += A[r, 0..VL)·B[c, 0..VL), element by
- * element (A [m, lda], B [q, ldb]). */
+ * element (A [m, lda], B [q, ldb]); every vector is loaded once, before the m·q FMAs (see
+ * CELLS_PANEL_BARRIER). */
 CELLS_PANEL_INLINE void FN(panel_dot_vector)(const int isa, const int m, const int q,
                                              const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                                              const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
                                              FN(panel_vec) acc[][CELLS_PANEL_NV]) {
-    FN(panel_vec) b[CELLS_PANEL_NV];
+    FN(panel_vec) a[CELLS_PANEL_MR_MAX], b[CELLS_PANEL_NV];
+    CELLS_PANEL_UNROLL
+    for (int r = 0; r < m; ++r)
+        FN(panel_load)(isa, &a[r], A + r * lda);
     CELLS_PANEL_UNROLL
     for (int c = 0; c < q; ++c)
         FN(panel_load)(isa, &b[c], B + c * ldb);
     CELLS_PANEL_BARRIER();
     CELLS_PANEL_UNROLL
-    for (int r = 0; r < m; ++r) {
-        FN(panel_vec) a;
-        FN(panel_load)(isa, &a, A + r * lda);
+    for (int r = 0; r < m; ++r)
         CELLS_PANEL_UNROLL
         for (int c = 0; c < q; ++c)
-            FN(panel_fmav)(isa, &acc[r][c], &a, &b[c]);
-        CELLS_PANEL_BARRIER();
-    }
+            FN(panel_fmav)(isa, &acc[r][c], &a[r], &b[c]);
 }
 
 /* The dot-product tile of gemm_nt: C[m, q] = A[m, K]·B[q, K]ᵀ (+ bias) (+ C with
@@ -420,29 +420,12 @@ CELLS_PANEL_INLINE void FN(panel_dot_tile)(const int isa, const int m, const int
                 FN(panel_zero)(isa, &acc[u][r][c]);
 
     ptrdiff_t k = 0;
-    for (; k < Kv; ) {
-        const int sets = k + ku * VL <= Kv ? ku : 1; /* the last Kv / VL % ku vectors: set 0 */
+    for (; k + ku * VL <= Kv; k += ku * VL)
         CELLS_PANEL_UNROLL
-        for (int u = 0; u < ku; ++u) {
-            if (u >= sets)
-                break;
-            /* every vector loaded once, then the m·q FMAs (see CELLS_PANEL_BARRIER) */
-            FN(panel_vec) a[CELLS_PANEL_MR_MAX], b[CELLS_PANEL_NV];
-            CELLS_PANEL_UNROLL
-            for (int r = 0; r < m; ++r)
-                FN(panel_load)(isa, &a[r], A + r * lda + k);
-            CELLS_PANEL_UNROLL
-            for (int c = 0; c < q; ++c)
-                FN(panel_load)(isa, &b[c], B + c * ldb + k);
-            CELLS_PANEL_BARRIER();
-            CELLS_PANEL_UNROLL
-            for (int r = 0; r < m; ++r)
-                CELLS_PANEL_UNROLL
-                for (int c = 0; c < q; ++c)
-                    FN(panel_fmav)(isa, &acc[u][r][c], &a[r], &b[c]);
-            k += VL;
-        }
-    }
+        for (int u = 0; u < ku; ++u)
+            FN(panel_dot_vector)(isa, m, q, A + k + u * VL, lda, B + k + u * VL, ldb, acc[u]);
+    for (; k < Kv; k += VL) /* the last Kv / VL % ku vectors */
+        FN(panel_dot_vector)(isa, m, q, A + k, lda, B + k, ldb, acc[0]);
     CELLS_PANEL_UNROLL
     for (int u = 1; u < ku; ++u)
         CELLS_PANEL_UNROLL
@@ -472,38 +455,6 @@ CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff
                                            ptrdiff_t ldp, const REAL *bias, int flags, REAL *C,
                                            ptrdiff_t ldc, ptrdiff_t w) {
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
-    const int dot_mr = FN(panel_dot_mr)(isa), dot_qr = FN(panel_dot_qr)(isa);
-    if (flags & CELLS_PANEL_NT) { /* a dot-product tile: nv is its q rows of B */
-#define CELLS_PANEL_DOT_Q(c, v)                                                              \
-    case v:                                                                                  \
-        if (v <= dot_qr)                                                                     \
-            FN(panel_dot_tile)(isa, c, v, FN(panel_ku)(isa, c, v), K, A, lda, Pv, ldp, bias, \
-                               flags, C, ldc);                                               \
-        break;
-#define CELLS_PANEL_DOT_CASE(c)                                                              \
-    case c:                                                                                  \
-        if (c <= dot_mr)                                                                     \
-            switch (nv) {                                                                    \
-                CELLS_PANEL_DOT_Q(c, 1)                                                      \
-                CELLS_PANEL_DOT_Q(c, 2)                                                      \
-                CELLS_PANEL_DOT_Q(c, 3)                                                      \
-                CELLS_PANEL_DOT_Q(c, 4)                                                      \
-            default:                                                                         \
-                break;                                                                       \
-            }                                                                                \
-        break;
-        switch (m) {
-            CELLS_PANEL_DOT_CASE(1)
-            CELLS_PANEL_DOT_CASE(2)
-            CELLS_PANEL_DOT_CASE(3)
-            CELLS_PANEL_DOT_CASE(4)
-        default:
-            break;
-        }
-#undef CELLS_PANEL_DOT_CASE
-#undef CELLS_PANEL_DOT_Q
-        return;
-    }
 #define CELLS_PANEL_CASE_NV(c, v)                                                            \
     case v:                                                                                  \
         if (v <= nvt && (flags & CELLS_PANEL_IN_PLACE))                                      \
@@ -596,6 +547,91 @@ CELLS_FN FN(panel_kernels) FN(panel_kernels_of)(int isa) {
 #ifdef CELLS_PANEL_KERNELS_0
     if (isa == 0)
         return FN(panel_kernels_0);
+#endif
+    return 0;
+}
+
+/* One dot-product tile of m rows of A by q rows of B (gemm_nt), m and q run-time values: each
+ * (m, q) the blocking of `isa` can produce is its own register-blocked kernel. */
+CELLS_PANEL_INLINE void FN(panel_dot_tile_any)(const int isa, int m, int q, ptrdiff_t K,
+                                               const REAL *A, ptrdiff_t lda, const REAL *B,
+                                               ptrdiff_t ldb, const REAL *bias, int flags,
+                                               REAL *C, ptrdiff_t ldc) {
+    const int mr = FN(panel_dot_mr)(isa), qr = FN(panel_dot_qr)(isa);
+#define CELLS_PANEL_DOT_Q(c, v)                                                              \
+    case v:                                                                                  \
+        if (v <= qr)                                                                         \
+            FN(panel_dot_tile)(isa, c, v, FN(panel_ku)(isa, c, v), K, A, lda, B, ldb, bias,  \
+                               flags, C, ldc);                                               \
+        break;
+#define CELLS_PANEL_DOT_CASE(c)                                                              \
+    case c:                                                                                  \
+        if (c <= mr)                                                                         \
+            switch (q) {                                                                     \
+                CELLS_PANEL_DOT_Q(c, 1)                                                      \
+                CELLS_PANEL_DOT_Q(c, 2)                                                      \
+                CELLS_PANEL_DOT_Q(c, 3)                                                      \
+                CELLS_PANEL_DOT_Q(c, 4)                                                      \
+            default:                                                                         \
+                break;                                                                       \
+            }                                                                                \
+        break;
+    switch (m) {
+        CELLS_PANEL_DOT_CASE(1)
+        CELLS_PANEL_DOT_CASE(2)
+        CELLS_PANEL_DOT_CASE(3)
+        CELLS_PANEL_DOT_CASE(4)
+    default:
+        break;
+    }
+#undef CELLS_PANEL_DOT_CASE
+#undef CELLS_PANEL_DOT_Q
+}
+
+/* The dot-product kernels of each blocking this build has, functions of their own: compiled
+ * into the panel kernels' function, they made those run 18% slower in 8 of 20 processes (the
+ * same binary; in none without them). */
+typedef void (*FN(panel_dot_kernels))(int m, int q, ptrdiff_t K, const REAL *A, ptrdiff_t lda,
+                                      const REAL *B, ptrdiff_t ldb, const REAL *bias, int flags,
+                                      REAL *C, ptrdiff_t ldc);
+#ifdef CELLS_PANEL_KERNELS_4
+CELLS_PANEL_KERNELS_4 FN(panel_dot_kernels_4)(int m, int q, ptrdiff_t K, const REAL *A,
+                                              ptrdiff_t lda, const REAL *B, ptrdiff_t ldb,
+                                              const REAL *bias, int flags, REAL *C,
+                                              ptrdiff_t ldc) {
+    FN(panel_dot_tile_any)(4, m, q, K, A, lda, B, ldb, bias, flags, C, ldc);
+}
+#endif
+#ifdef CELLS_PANEL_KERNELS_3
+CELLS_PANEL_KERNELS_3 FN(panel_dot_kernels_3)(int m, int q, ptrdiff_t K, const REAL *A,
+                                              ptrdiff_t lda, const REAL *B, ptrdiff_t ldb,
+                                              const REAL *bias, int flags, REAL *C,
+                                              ptrdiff_t ldc) {
+    FN(panel_dot_tile_any)(3, m, q, K, A, lda, B, ldb, bias, flags, C, ldc);
+}
+#endif
+#ifdef CELLS_PANEL_KERNELS_0
+CELLS_PANEL_KERNELS_0 FN(panel_dot_kernels_0)(int m, int q, ptrdiff_t K, const REAL *A,
+                                              ptrdiff_t lda, const REAL *B, ptrdiff_t ldb,
+                                              const REAL *bias, int flags, REAL *C,
+                                              ptrdiff_t ldc) {
+    FN(panel_dot_tile_any)(0, m, q, K, A, lda, B, ldb, bias, flags, C, ldc);
+}
+#endif
+
+/* The dot-product kernels of blocking `isa` (a value FN(panel_blocking) returns). */
+CELLS_FN FN(panel_dot_kernels) FN(panel_dot_kernels_of)(int isa) {
+#ifdef CELLS_PANEL_KERNELS_4
+    if (isa == 4)
+        return FN(panel_dot_kernels_4);
+#endif
+#ifdef CELLS_PANEL_KERNELS_3
+    if (isa == 3)
+        return FN(panel_dot_kernels_3);
+#endif
+#ifdef CELLS_PANEL_KERNELS_0
+    if (isa == 0)
+        return FN(panel_dot_kernels_0);
 #endif
     return 0;
 }
@@ -777,14 +813,13 @@ CELLS_FN void FN(panel_gemm_nt)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                                 const REAL *CELLS_RESTRICT bias, REAL beta,
                                 REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     isa = FN(panel_blocking)(isa);
-    const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa);
+    const FN(panel_dot_kernels) kernels = FN(panel_dot_kernels_of)(isa);
     const int mr = FN(panel_dot_mr)(isa), qr = FN(panel_dot_qr)(isa);
     if (M <= 0 || n <= 0)
         return;
     if (beta != 0 && beta != 1)
         FN(panel_scale)(M, n, beta, C, ldc);
-    const int flags = CELLS_PANEL_NT | (beta != 0 ? CELLS_PANEL_ADD : 0)
-                      | (bias ? CELLS_PANEL_BIAS : 0);
+    const int flags = (beta != 0 ? CELLS_PANEL_ADD : 0) | (bias ? CELLS_PANEL_BIAS : 0);
     const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
     for (ptrdiff_t j = 0; j < n; j += qr) {
         const int q = (int)(n - j < qr ? n - j : qr);
@@ -792,7 +827,7 @@ CELLS_FN void FN(panel_gemm_nt)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
         for (ptrdiff_t t = 0; t < tiles; ++t) {
             const int m = (int)(rows + (t < taller));
             kernels(m, q, K, A + i * lda, lda, B + j * ldb, ldb, bias ? bias + j : 0, flags,
-                    C + i * ldc + j, ldc, q);
+                    C + i * ldc + j, ldc);
             i += m;
         }
     }
