@@ -4,7 +4,8 @@
  * per call (pack_panels) and multiplying the packed copy at every step (gemm_panels) saves what
  * a BLAS gemm redoes on every call (packing the weights) and its slow small-M paths. The same
  * kernels multiply matrices read in place where a product runs once: a cell's (gemm_nn, C =
- * A·B) and a weight gradient (gemm_tn, C = Aᵀ·B).
+ * A·B) and a weight gradient (gemm_tn, C = Aᵀ·B); a cell's product with weights it reads
+ * transposed is a tile of dot products instead (gemm_nt, C = A·Bᵀ).
  */
 #ifndef CELLS_PANEL_H
 #define CELLS_PANEL_H
