@@ -13,8 +13,8 @@ PyTorch autograd gives at z = 0 too; dX = dz·W, dW = dzᵀ·X, db = Σ_b dz, dL
 
 Every function takes float32 or float64 arrays of one dtype, in any memory order (read-only is
 fine), and returns new C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set,
-else all cores) is the number of threads the call runs on (cells/_threads.py); BLAS is held at one
-thread meanwhile.
+else all cores) is the number of threads the call runs on (cells/_threads.py); a backward whose
+weight gradients run on BLAS holds it at one thread meanwhile.
 """
 from typing import NamedTuple, Optional
 

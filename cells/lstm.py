@@ -38,7 +38,8 @@ own time index.
 
 Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns new
 C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the
-number of threads the call runs on (cells/_threads.py); BLAS is held at one thread meanwhile.
+number of threads the call runs on (cells/_threads.py); a backward whose weight gradients run on
+BLAS holds it at one thread meanwhile.
 """
 import numbers
 from typing import NamedTuple, Optional

@@ -9,7 +9,8 @@ Wx [nIn, nOut], Wh [nOut, nOut]; b is [nOut] (bx alone) or [2, nOut] (rows bx, b
 bias_ih, bias_hh; both get the same gradient). relu'(0) is 0, as PyTorch's autograd. Every function
 takes float32 or float64 arrays of one dtype, in any memory order, and returns new C-ordered arrays
 of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the number of threads
-the call runs on (cells/_threads.py); BLAS is held at one thread meanwhile.
+the call runs on (cells/_threads.py); a backward whose weight gradients run on BLAS holds it at
+one thread meanwhile.
 """
 from typing import NamedTuple, Optional
 
