@@ -111,36 +111,39 @@ cpdef bint reads_weights_in_place(Py_ssize_t sL, Py_ssize_t rows, Py_ssize_t K,
     return sL == 1 and (not transposed or rows * NT_K_PER_ROW < K)
 
 
-cdef inline PackedWeights call_weights(const Loop *L, const real *B, Py_ssize_t step,
-                                       Py_ssize_t blocks, Py_ssize_t K, Py_ssize_t n,
-                                       Py_ssize_t ldb, bint transB) noexcept nogil:
-    """The weights of one of the call's products (pack_weights' arguments): packed once, or
-    read in place (reads_weights_in_place)."""
-    cdef Py_ssize_t rows = (L.bS + L.n_threads - 1) // L.n_threads if L.rows_split else L.bS
+cdef inline PackedWeights call_weights(const Loop *L, Py_ssize_t rows, const real *B,
+                                       Py_ssize_t step, Py_ssize_t blocks, Py_ssize_t K,
+                                       Py_ssize_t n, Py_ssize_t ldb,
+                                       bint transB) noexcept nogil:
+    """The weights of one of the call's products (pack_weights' arguments), which multiply
+    `rows` rows at a time (a step's): packed once, or read in place (reads_weights_in_place)."""
     if reads_weights_in_place(L.sL, rows, K, transB):
         return weights_in_place(B, step, blocks, K, n, ldb, transB)
     return pack_weights(B, step, blocks, K, n, ldb, transB)
 
 
-cdef inline PackedWeights gate_column_weights(const Loop *L, const real *W, Py_ssize_t K,
-                                              Py_ssize_t blocks, Py_ssize_t j0,
+cdef inline PackedWeights gate_column_weights(const Loop *L, Py_ssize_t rows, const real *W,
+                                              Py_ssize_t K, Py_ssize_t blocks, Py_ssize_t j0,
                                               Py_ssize_t n) noexcept nogil:
     """The columns k·nOut + [j0, j0 + n) of op(W) [K, G], for the blocks k < blocks: what a
-    thread multiplies a row of K inputs (x or h) by."""
+    thread multiplies `rows` rows of K inputs (x or h) by."""
     if L.weights_transposed:
-        return call_weights(L, W + j0 * L.ldw, L.nOut * L.ldw, blocks, K, n, L.ldw, TRANSPOSED)
-    return call_weights(L, W + j0, L.nOut, blocks, K, n, L.ldw, AS_IS)
+        return call_weights(L, rows, W + j0 * L.ldw, L.nOut * L.ldw, blocks, K, n, L.ldw,
+                            TRANSPOSED)
+    return call_weights(L, rows, W + j0, L.nOut, blocks, K, n, L.ldw, AS_IS)
 
 
-cdef inline PackedWeights gate_row_weights(const Loop *L, const real *Wh, Py_ssize_t k0,
-                                           Py_ssize_t k1, Py_ssize_t j0,
+cdef inline PackedWeights gate_row_weights(const Loop *L, Py_ssize_t rows, const real *Wh,
+                                           Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t j0,
                                            Py_ssize_t n) noexcept nogil:
     """The columns [j0, j0 + n) of op(Wh)ᵀ over the gate blocks [k0, k1) ([(k1-k0)·nOut, n]):
-    what a thread multiplies those blocks of a row's gradient by to get dL/d(its units)."""
+    what a thread multiplies those blocks of `rows` rows of gradients by to get dL/d(its
+    units)."""
     cdef Py_ssize_t K = (k1 - k0) * L.nOut
     if L.weights_transposed:
-        return call_weights(L, Wh + k0 * L.nOut * L.ldw + j0, 0, 1, K, n, L.ldw, AS_IS)
-    return call_weights(L, Wh + j0 * L.ldw + k0 * L.nOut, 0, 1, K, n, L.ldw, TRANSPOSED)
+        return call_weights(L, rows, Wh + k0 * L.nOut * L.ldw + j0, 0, 1, K, n, L.ldw, AS_IS)
+    return call_weights(L, rows, Wh + j0 * L.ldw + k0 * L.nOut, 0, 1, K, n, L.ldw,
+                        TRANSPOSED)
 
 
 cdef inline real *gate_columns(const Loop *L, real *dW, Py_ssize_t col) noexcept nogil:
@@ -252,10 +255,10 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef PackedWeights wx, wh, wproj
     cdef Share mine = part_share(L, me)
     r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
-    wh = gate_column_weights(L, Wh, nState, fam.gates, j0, n)
+    wh = gate_column_weights(L, r1 - r0, Wh, nState, fam.gates, j0, n)
     if projected:
-        wproj = call_weights(L, Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
-    wx = gate_column_weights(L, Wx, L.nIn, fam.gates, j0, n)
+        wproj = call_weights(L, r1 - r0, Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
+    wx = gate_column_weights(L, r1 - r0, Wx, L.nIn, fam.gates, j0, n)
 
     for t in range(sL):
         if t % L.chunk_steps == 0:
@@ -400,11 +403,12 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef Share mine = part_share(L, me)
     r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
     rows = r1 - r0
-    whT = gate_row_weights(L, Wh, 0, fam.h_blocks, s0, ns)
+    whT = gate_row_weights(L, rows, Wh, 0, fam.h_blocks, s0, ns)
     if two_phases:
-        wauxT = gate_row_weights(L, Wh, fam.h_blocks, fam.gates, j0, n)
+        wauxT = gate_row_weights(L, rows, Wh, fam.h_blocks, fam.gates, j0, n)
     if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
-        wprojT = call_weights(L, Wproj + j0 * nState, 0, 1, nState, n, nState, TRANSPOSED)
+        wprojT = call_weights(L, rows, Wproj + j0 * nState, 0, 1, nState, n, nState,
+                              TRANSPOSED)
     # dL/db and dL/dP are sums over the rows, taken step by step while dz is in cache. With
     # the rows split, each thread sums its own rows in its row of part_sums, and the rows are
     # added up after the loop; else each sums its units' columns in place.
@@ -534,7 +538,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     if dLdx != NULL:
         i0 = part_start(nIn, me.part, me.nparts, 16)
         i1 = part_start(nIn, me.part + 1, me.nparts, 16)
-        wxT = gate_row_weights(L, Wx, 0, fam.gates, i0, i1 - i0)
+        wxT = gate_row_weights(L, SB, Wx, 0, fam.gates, i0, i1 - i0)
         project(SB, gates, G, wxT, NULL, dLdx + i0, nIn, 0)
         free_packed(&wxT)
     # The weight gradients, each one product over all steps for this thread's part [c0, c1)
