@@ -489,68 +489,6 @@ CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff
 #undef CELLS_PANEL_CASE_NV
 }
 
-/* The kernels of each blocking this build has (see CELLS_PANEL_KERNELS_<isa> in panel.h): a
- * tile of m rows and nv vectors, each (m, nv) that blocking produces being its own kernel. */
-typedef void (*FN(panel_kernels))(int m, int nv, ptrdiff_t K, const REAL *A, ptrdiff_t lda,
-                                  const REAL *Pv, ptrdiff_t ldp, const REAL *bias, int flags,
-                                  REAL *C, ptrdiff_t ldc, ptrdiff_t w);
-#ifdef CELLS_PANEL_KERNELS_4
-CELLS_PANEL_KERNELS_4 FN(panel_kernels_4)(int m, int nv, ptrdiff_t K, const REAL *A,
-                                          ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
-                                          const REAL *bias, int flags, REAL *C, ptrdiff_t ldc,
-                                          ptrdiff_t w) {
-    FN(panel_tile_any)(4, m, nv, K, A, lda, Pv, ldp, bias, flags, C, ldc, w);
-}
-#endif
-#ifdef CELLS_PANEL_KERNELS_3
-CELLS_PANEL_KERNELS_3 FN(panel_kernels_3)(int m, int nv, ptrdiff_t K, const REAL *A,
-                                          ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
-                                          const REAL *bias, int flags, REAL *C, ptrdiff_t ldc,
-                                          ptrdiff_t w) {
-    FN(panel_tile_any)(3, m, nv, K, A, lda, Pv, ldp, bias, flags, C, ldc, w);
-}
-#endif
-#ifdef CELLS_PANEL_KERNELS_0
-CELLS_PANEL_KERNELS_0 FN(panel_kernels_0)(int m, int nv, ptrdiff_t K, const REAL *A,
-                                          ptrdiff_t lda, const REAL *Pv, ptrdiff_t ldp,
-                                          const REAL *bias, int flags, REAL *C, ptrdiff_t ldc,
-                                          ptrdiff_t w) {
-    FN(panel_tile_any)(0, m, nv, K, A, lda, Pv, ldp, bias, flags, C, ldc, w);
-}
-#endif
-
-/* The blocking gemm_panels uses for instruction set `isa` (4, 3 or 0): the best this build
- * has that does not exceed it, else its lowest (CELLS_PANEL_BASE_ISA). */
-CELLS_FN int FN(panel_blocking)(int isa) {
-#ifdef CELLS_PANEL_KERNELS_4
-    if (isa >= 4)
-        return 4;
-#endif
-#ifdef CELLS_PANEL_KERNELS_3
-    if (isa >= 3)
-        return 3;
-#endif
-    (void)isa;
-    return CELLS_PANEL_BASE_ISA;
-}
-
-/* The kernels of blocking `isa` (a value FN(panel_blocking) returns). */
-CELLS_FN FN(panel_kernels) FN(panel_kernels_of)(int isa) {
-#ifdef CELLS_PANEL_KERNELS_4
-    if (isa == 4)
-        return FN(panel_kernels_4);
-#endif
-#ifdef CELLS_PANEL_KERNELS_3
-    if (isa == 3)
-        return FN(panel_kernels_3);
-#endif
-#ifdef CELLS_PANEL_KERNELS_0
-    if (isa == 0)
-        return FN(panel_kernels_0);
-#endif
-    return 0;
-}
-
 /* One dot-product tile of m rows of A by q rows of B (gemm_nt), m and q run-time values: each
  * (m, q) the blocking of `isa` can produce is its own register-blocked kernel. */
 CELLS_PANEL_INLINE void FN(panel_dot_tile_any)(const int isa, int m, int q, ptrdiff_t K,
@@ -588,52 +526,76 @@ CELLS_PANEL_INLINE void FN(panel_dot_tile_any)(const int isa, int m, int q, ptrd
 #undef CELLS_PANEL_DOT_Q
 }
 
-/* The dot-product kernels of each blocking this build has, functions of their own: compiled
- * into the panel kernels' function, they made those run 18% slower in 8 of 20 processes (the
- * same binary; in none without them). */
+/* The kernels of each blocking this build has (see CELLS_PANEL_KERNELS_<isa> in panel.h), each
+ * (m, nv) or (m, q) that blocking produces being its own register-blocked kernel:
+ * FN(panel_kernels_<isa>), a tile of m rows and nv vectors of a panel, and
+ * FN(panel_dot_kernels_<isa>), a dot-product tile of gemm_nt. The dot kernels are functions of
+ * their own: compiled into the panel kernels' function, they made those run 18% slower in 8 of
+ * 20 processes (the same binary; in none without them). */
+typedef void (*FN(panel_kernels))(int m, int nv, ptrdiff_t K, const REAL *A, ptrdiff_t lda,
+                                  const REAL *Pv, ptrdiff_t ldp, const REAL *bias, int flags,
+                                  REAL *C, ptrdiff_t ldc, ptrdiff_t w);
 typedef void (*FN(panel_dot_kernels))(int m, int q, ptrdiff_t K, const REAL *A, ptrdiff_t lda,
                                       const REAL *B, ptrdiff_t ldb, const REAL *bias, int flags,
                                       REAL *C, ptrdiff_t ldc);
+typedef struct {
+    FN(panel_kernels) tiles;
+    FN(panel_dot_kernels) dots;
+} FN(panel_kernel_set);
+
+#define CELLS_PANEL_DEFINE_KERNELS(isa)                                                      \
+    CELLS_PANEL_KERNELS_##isa FN(panel_kernels_##isa)(                                       \
+        int m, int nv, ptrdiff_t K, const REAL *A, ptrdiff_t lda, const REAL *Pv,            \
+        ptrdiff_t ldp, const REAL *bias, int flags, REAL *C, ptrdiff_t ldc, ptrdiff_t w) {   \
+        FN(panel_tile_any)(isa, m, nv, K, A, lda, Pv, ldp, bias, flags, C, ldc, w);          \
+    }                                                                                        \
+    CELLS_PANEL_KERNELS_##isa FN(panel_dot_kernels_##isa)(                                   \
+        int m, int q, ptrdiff_t K, const REAL *A, ptrdiff_t lda, const REAL *B,              \
+        ptrdiff_t ldb, const REAL *bias, int flags, REAL *C, ptrdiff_t ldc) {                \
+        FN(panel_dot_tile_any)(isa, m, q, K, A, lda, B, ldb, bias, flags, C, ldc);           \
+    }
 #ifdef CELLS_PANEL_KERNELS_4
-CELLS_PANEL_KERNELS_4 FN(panel_dot_kernels_4)(int m, int q, ptrdiff_t K, const REAL *A,
-                                              ptrdiff_t lda, const REAL *B, ptrdiff_t ldb,
-                                              const REAL *bias, int flags, REAL *C,
-                                              ptrdiff_t ldc) {
-    FN(panel_dot_tile_any)(4, m, q, K, A, lda, B, ldb, bias, flags, C, ldc);
-}
+CELLS_PANEL_DEFINE_KERNELS(4)
 #endif
 #ifdef CELLS_PANEL_KERNELS_3
-CELLS_PANEL_KERNELS_3 FN(panel_dot_kernels_3)(int m, int q, ptrdiff_t K, const REAL *A,
-                                              ptrdiff_t lda, const REAL *B, ptrdiff_t ldb,
-                                              const REAL *bias, int flags, REAL *C,
-                                              ptrdiff_t ldc) {
-    FN(panel_dot_tile_any)(3, m, q, K, A, lda, B, ldb, bias, flags, C, ldc);
-}
+CELLS_PANEL_DEFINE_KERNELS(3)
 #endif
 #ifdef CELLS_PANEL_KERNELS_0
-CELLS_PANEL_KERNELS_0 FN(panel_dot_kernels_0)(int m, int q, ptrdiff_t K, const REAL *A,
-                                              ptrdiff_t lda, const REAL *B, ptrdiff_t ldb,
-                                              const REAL *bias, int flags, REAL *C,
-                                              ptrdiff_t ldc) {
-    FN(panel_dot_tile_any)(0, m, q, K, A, lda, B, ldb, bias, flags, C, ldc);
-}
+CELLS_PANEL_DEFINE_KERNELS(0)
 #endif
+#undef CELLS_PANEL_DEFINE_KERNELS
 
-/* The dot-product kernels of blocking `isa` (a value FN(panel_blocking) returns). */
-CELLS_FN FN(panel_dot_kernels) FN(panel_dot_kernels_of)(int isa) {
+/* The blocking gemm_panels uses for instruction set `isa` (4, 3 or 0): the best this build
+ * has that does not exceed it, else its lowest (CELLS_PANEL_BASE_ISA). */
+CELLS_FN int FN(panel_blocking)(int isa) {
+#ifdef CELLS_PANEL_KERNELS_4
+    if (isa >= 4)
+        return 4;
+#endif
+#ifdef CELLS_PANEL_KERNELS_3
+    if (isa >= 3)
+        return 3;
+#endif
+    (void)isa;
+    return CELLS_PANEL_BASE_ISA;
+}
+
+/* The kernels of blocking `isa` (a value FN(panel_blocking) returns). */
+CELLS_FN FN(panel_kernel_set) FN(panel_kernels_of)(int isa) {
+    FN(panel_kernel_set) set = {0, 0};
 #ifdef CELLS_PANEL_KERNELS_4
     if (isa == 4)
-        return FN(panel_dot_kernels_4);
+        set.tiles = FN(panel_kernels_4), set.dots = FN(panel_dot_kernels_4);
 #endif
 #ifdef CELLS_PANEL_KERNELS_3
     if (isa == 3)
-        return FN(panel_dot_kernels_3);
+        set.tiles = FN(panel_kernels_3), set.dots = FN(panel_dot_kernels_3);
 #endif
 #ifdef CELLS_PANEL_KERNELS_0
     if (isa == 0)
-        return FN(panel_dot_kernels_0);
+        set.tiles = FN(panel_kernels_0), set.dots = FN(panel_dot_kernels_0);
 #endif
-    return 0;
+    return set;
 }
 
 /* C[M, n] *= beta, for a beta other than 0 and 1 (never in a time loop): the products then add
@@ -657,7 +619,7 @@ CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                              REAL beta, REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
     isa = FN(panel_blocking)(isa);
-    const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa);
+    const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa).tiles;
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
     if (M <= 0 || n <= 0)
         return;
@@ -719,7 +681,7 @@ CELLS_FN void FN(panel_gemm_unpacked)(int isa, int tn, ptrdiff_t M, ptrdiff_t n,
                                       REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     enum { VL = CELLS_PANEL_VBYTES / sizeof(REAL), KB = CELLS_PANEL_TN_ROWS };
     isa = FN(panel_blocking)(isa);
-    const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa);
+    const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa).tiles;
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
     if (M <= 0 || n <= 0)
         return;
@@ -813,7 +775,7 @@ CELLS_FN void FN(panel_gemm_nt)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                                 const REAL *CELLS_RESTRICT bias, REAL beta,
                                 REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     isa = FN(panel_blocking)(isa);
-    const FN(panel_dot_kernels) kernels = FN(panel_dot_kernels_of)(isa);
+    const FN(panel_dot_kernels) kernels = FN(panel_kernels_of)(isa).dots;
     const int mr = FN(panel_dot_mr)(isa), qr = FN(panel_dot_qr)(isa);
     if (M <= 0 || n <= 0)
         return;
