@@ -175,7 +175,7 @@ def test_one_step_in_place_and_packed(case, bS, n_threads, dtype):
 
 def test_which_calls_read_weights_in_place():
     """Calls of one step read their weights in place: always where they need no transposing,
-    where they do for fewer than K / 10 rows a thread (K: the product's inner dimension).
+    where they do for fewer than K / 10 rows in the product (K: its inner dimension).
     Longer calls pack them. Arguments: sL, rows, K, transposed."""
     in_place = _time_loop.reads_weights_in_place
     assert in_place(1, 1, 6, False) and in_place(1, 4096, 6, False)
