@@ -15,7 +15,9 @@ The contract of the family functions:
     seq_len None or int64 [bS] in [0, sL], n_threads a positive int (resolved), a workspace made
     by this forward with this call's options and not used by a backward yet;
   - they return new C-ordered arrays of the inputs' dtype, plain (no NamedTuple): the face
-    builds its results and workspaces from them;
+    builds its results and workspaces from them. One exception: where Wx and Wh are in
+    PyTorch's layout (cells._params.torch_layout: both F-ordered), dL/dWx and dL/dWh are
+    F-ordered too (this loop reads such weights where they are: _weights_as_read);
   - a forward with keep=True also returns every step's saved arrays, in the field order of the
     family's workspace (GruWorkspace: h, gates, hc; LstmWorkspace: h, c, gates; LltmWorkspace:
     h, gates, c; RnnWorkspace: h, gates); without keep those are None;
@@ -35,6 +37,7 @@ import numpy as np
 from cells import _time_loop
 from cells import _validate as check
 from cells._family_calls import FamilyCalls
+from cells._params import torch_layout
 from cells._threads import sequential_blas
 
 
@@ -52,6 +55,27 @@ def _c_order(a):
     """An array argument in C order (a copy only when it is not: the time loop reads C-contiguous
     arrays); None stays None."""
     return None if a is None else np.ascontiguousarray(a)
+
+
+def _weights_as_read(Wx, Wh):
+    """(transposed, Wx, Wh) as the time loop reads the weights Wx [nIn, G] and Wh [nState, G]
+    (None for the LLTM's W): in PyTorch's layout (torch_layout), their C-ordered transposes,
+    read where they are; else in C order (a copy of one that is not)."""
+    if torch_layout(Wx, Wh):
+        return True, Wx.T, Wh.T
+    return False, _c_order(Wx), _c_order(Wh)
+
+
+def _loop_order(a, transposed):
+    """A weight's gradient as the loop writes it: its transpose where the weights are read
+    transposed; None stays None."""
+    return a.T if transposed and a is not None else a
+
+
+def _weight_gradient(shape, dtype, transposed):
+    """A new array for a weight's gradient [K, G]: F-ordered where the weights are read
+    transposed (the loop then writes its C-ordered transpose)."""
+    return np.empty(shape[::-1], dtype).T if transposed else np.empty(shape, dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,6 +98,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
     G, dtype, steps = n_gates * nOut, x.dtype, (sL if keep else 1)
     nState = nOut if Wproj is None else Wproj.shape[1]
+    transposed, Wx, Wh = _weights_as_read(Wx, Wh)
     gates = np.empty((steps, bS, G), dtype)
     c = np.empty((sL, bS, nOut), dtype) if keep and cell_state else None
     aux = np.empty(((steps if aux_kept else 1), bS, nOut), dtype) if has_aux else None
@@ -84,8 +109,8 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     _time_loop.forward(
         family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, keep=keep,
         n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
-        Wx=_c_order(Wx), Wh=_c_order(Wh), W=_c_order(W), b=_c_order(b), P=_c_order(P),
-        Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
+        Wx=Wx, Wh=Wh, W=_c_order(W), weights_transposed=transposed, b=_c_order(b),
+        P=_c_order(P), Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
         lstm_acts=lstm_acts,
         # Training: every step's gates overwrite their own input projection; inference
         # projects a chunk of steps at a time into one chunk's gx.
@@ -118,6 +143,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     nState = nOut if Wproj is None else Wproj.shape[1]
     projected = Wproj is not None
     h, gates, c, aux, m = saved
+    transposed, Wx, Wh = _weights_as_read(Wx, Wh)
     gates = _c_order(gates)   # a copy only for a cell's gates put together by its face
     if has_aux and not aux_kept:
         aux = np.empty((sL, bS, nOut), dtype)
@@ -127,24 +153,26 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     dLdb = np.empty(G, dtype)
     dLdP = None if P is None else np.empty(P.shape, dtype)
     dLdW = None if W is None else np.empty((G, nOut + nIn), dtype)
-    dLdWx = None if W is not None else np.empty((nIn, G), dtype)
-    dLdWh = None if W is not None else np.empty((nState, G), dtype)
+    dLdWx = None if W is not None else _weight_gradient((nIn, G), dtype, transposed)
+    dLdWh = None if W is not None else _weight_gradient((nState, G), dtype, transposed)
     dLdWproj = np.empty((nOut, nState), dtype) if projected else None
     calls_blas = _time_loop.backward_calls_blas(nIn, nState, G, dtype.itemsize)
     with sequential_blas() if calls_blas else contextlib.nullcontext():
         _time_loop.backward(
             family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, n_threads=n_threads,
-            x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), Wx=_c_order(Wx), Wh=_c_order(Wh),
-            W=_c_order(W), P=_c_order(P), Wproj=_c_order(Wproj), nProj=nState, clip=clip,
-            activation=activation, lstm_acts=lstm_acts, h=_c_order(h), c=_c_order(c),
-            gates=gates, aux=aux, m=_c_order(m), dLdh=_c_order(dLdh), dLdhL=_c_order(dLdhL),
-            dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates), d=np.empty((2, bS, G), dtype),
+            x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI), Wx=Wx, Wh=Wh, W=_c_order(W),
+            weights_transposed=transposed, P=_c_order(P), Wproj=_c_order(Wproj), nProj=nState,
+            clip=clip, activation=activation, lstm_acts=lstm_acts, h=_c_order(h),
+            c=_c_order(c), gates=gates, aux=aux, m=_c_order(m), dLdh=_c_order(dLdh),
+            dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
+            d=np.empty((2, bS, G), dtype),
             daux=np.empty((bS, nOut), dtype) if two_phases else None,
             ms=np.empty((bS, nOut), dtype) if projected else None,
             dh_step=np.empty((bS, nState), dtype) if projected else None,
             dh_steps=np.empty((sL, bS, nState), dtype) if projected else None,
-            dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdWx=dLdWx, dLdWh=dLdWh, dLdW=dLdW,
-            dLdb=dLdb, dLdP=dLdP, dLdWproj=dLdWproj,
+            dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdWx=_loop_order(dLdWx, transposed),
+            dLdWh=_loop_order(dLdWh, transposed), dLdW=dLdW, dLdb=dLdb, dLdP=dLdP,
+            dLdWproj=dLdWproj,
             part_sums=np.empty((n_threads, (n_gates + fam.param_blocks) * nOut), dtype))
     check.consume_workspace(gates, aux if aux_kept else None)
     if W is not None:

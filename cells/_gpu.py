@@ -20,6 +20,7 @@ import numpy as np
 
 from cells import _backend, _time_loop, cuda
 from cells._family_calls import FamilyCalls
+from cells._params import torch_layout
 from cells._time_loop import LSTM_ACTIVATIONS
 
 
@@ -294,6 +295,8 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     if W is not None:
         dLdW = xp.concatenate([dLdWh.T, dLdWx.T], axis=1)
         return dLdx, dLdhI, dc, dLdW, None, dLdb, dLdP, dLdWproj
+    if torch_layout(Wx, Wh):  # the gradients in the weights' layout, as the CPU's
+        dLdWx, dLdWh = xp.asfortranarray(dLdWx), xp.asfortranarray(dLdWh)
     return dLdx, dLdhI, dc, dLdWx, dLdWh, dLdb, dLdP, dLdWproj
 
 

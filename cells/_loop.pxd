@@ -30,9 +30,10 @@ cdef struct Loop:
                                 # unit (splits_rows)
 
     # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
-    # weights_transposed, Wᵀ (PyTorch's layout: Wx and Wh are [G, ldw]); leading dimension ldw.
+    # weights_transposed, Wᵀ (PyTorch's layout: Wx is [G, ldwx] and Wh [G, ldwh]); leading
+    # dimensions ldwx and ldwh.
     bint weights_transposed
-    Py_ssize_t ldw
+    Py_ssize_t ldwx, ldwh
     const void *Wx
     const void *Wh
     const void *b               # [G]                or NULL: the input projection's bias
@@ -84,8 +85,8 @@ cdef struct Loop:
     void *dLdx                  # [sL, bS, nIn]      out or NULL (not wanted)
     void *dLdhI                 # [bS, nState]       out; the carried dL/dh during the loop
     void *dLdcI                 # [bS, nOut]         out; the carried dL/dc during the loop
-    void *dLdWx                 # like Wx            out (leading dimension ldw)
-    void *dLdWh                 # like Wh            out (leading dimension ldw)
+    void *dLdWx                 # like Wx            out (leading dimension ldwx)
+    void *dLdWh                 # like Wh            out (leading dimension ldwh)
     void *dLdb                  # [G]                out or NULL: Σ dL/dz
     void *dLdP                  # like P             out or NULL
     void *part_sums             # [n_threads, gates + blocks, nOut] scratch with rows_split:

@@ -9,6 +9,15 @@ import math
 RNN_ACTIVATIONS = {"tanh": 0, "relu": 1}
 
 
+def torch_layout(Wx, Wh):
+    """Whether the weights Wx [nIn, G] and Wh [nState, G] are both in PyTorch's layout,
+    transposed: F-ordered (each the transpose of a C-ordered array, as weight_ih.T) and not both
+    C-ordered as well. The CPU's time loop reads such weights where they are, and every backend
+    returns their gradients F-ordered, like them."""
+    return (Wx is not None and Wx.flags.f_contiguous and Wh.flags.f_contiguous
+            and not (Wx.flags.c_contiguous and Wh.flags.c_contiguous))
+
+
 def gru_family(lbr):
     """The time loop's GRU family for linear_before_reset `lbr`."""
     return "gru_linear_before_reset" if lbr else "gru_reset_before"

@@ -123,32 +123,32 @@ cdef inline PackedWeights call_weights(const Loop *L, Py_ssize_t rows, const rea
 
 
 cdef inline PackedWeights gate_column_weights(const Loop *L, Py_ssize_t rows, const real *W,
-                                              Py_ssize_t K, Py_ssize_t blocks, Py_ssize_t j0,
-                                              Py_ssize_t n) noexcept nogil:
-    """The columns k·nOut + [j0, j0 + n) of op(W) [K, G], for the blocks k < blocks: what a
-    thread multiplies `rows` rows of K inputs (x or h) by."""
+                                              Py_ssize_t ldw, Py_ssize_t K, Py_ssize_t blocks,
+                                              Py_ssize_t j0, Py_ssize_t n) noexcept nogil:
+    """The columns k·nOut + [j0, j0 + n) of op(W) [K, G] (W's leading dimension ldw), for the
+    blocks k < blocks: what a thread multiplies `rows` rows of K inputs (x or h) by."""
     if L.weights_transposed:
-        return call_weights(L, rows, W + j0 * L.ldw, L.nOut * L.ldw, blocks, K, n, L.ldw,
-                            TRANSPOSED)
-    return call_weights(L, rows, W + j0, L.nOut, blocks, K, n, L.ldw, AS_IS)
+        return call_weights(L, rows, W + j0 * ldw, L.nOut * ldw, blocks, K, n, ldw, TRANSPOSED)
+    return call_weights(L, rows, W + j0, L.nOut, blocks, K, n, ldw, AS_IS)
 
 
-cdef inline PackedWeights gate_row_weights(const Loop *L, Py_ssize_t rows, const real *Wh,
-                                           Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t j0,
-                                           Py_ssize_t n) noexcept nogil:
-    """The columns [j0, j0 + n) of op(Wh)ᵀ over the gate blocks [k0, k1) ([(k1-k0)·nOut, n]):
-    what a thread multiplies those blocks of `rows` rows of gradients by to get dL/d(its
-    units)."""
+cdef inline PackedWeights gate_row_weights(const Loop *L, Py_ssize_t rows, const real *W,
+                                           Py_ssize_t ldw, Py_ssize_t k0, Py_ssize_t k1,
+                                           Py_ssize_t j0, Py_ssize_t n) noexcept nogil:
+    """The columns [j0, j0 + n) of op(W)ᵀ over the gate blocks [k0, k1) ([(k1-k0)·nOut, n]; W's
+    leading dimension ldw): what a thread multiplies those blocks of `rows` rows of gradients
+    by to get dL/d(its units or inputs)."""
     cdef Py_ssize_t K = (k1 - k0) * L.nOut
     if L.weights_transposed:
-        return call_weights(L, rows, Wh + k0 * L.nOut * L.ldw + j0, 0, 1, K, n, L.ldw, AS_IS)
-    return call_weights(L, rows, Wh + j0 * L.ldw + k0 * L.nOut, 0, 1, K, n, L.ldw,
-                        TRANSPOSED)
+        return call_weights(L, rows, W + k0 * L.nOut * ldw + j0, 0, 1, K, n, ldw, AS_IS)
+    return call_weights(L, rows, W + j0 * ldw + k0 * L.nOut, 0, 1, K, n, ldw, TRANSPOSED)
 
 
-cdef inline real *gate_columns(const Loop *L, real *dW, Py_ssize_t col) noexcept nogil:
-    """Where column `col` of op(dW) starts in dW (a row of dW when it is transposed)."""
-    return dW + (col * L.ldw if L.weights_transposed else col)
+cdef inline real *gate_columns(const Loop *L, real *dW, Py_ssize_t ldw,
+                               Py_ssize_t col) noexcept nogil:
+    """Where column `col` of op(dW) starts in dW (leading dimension ldw; a row of dW when it is
+    transposed)."""
+    return dW + (col * ldw if L.weights_transposed else col)
 
 
 cdef inline real *offset(const real *a, Py_ssize_t k) noexcept nogil:
@@ -255,10 +255,10 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef PackedWeights wx, wh, wproj
     cdef Share mine = part_share(L, me)
     r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
-    wh = gate_column_weights(L, r1 - r0, Wh, nState, fam.gates, j0, n)
+    wh = gate_column_weights(L, r1 - r0, Wh, L.ldwh, nState, fam.gates, j0, n)
     if projected:
         wproj = call_weights(L, r1 - r0, Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
-    wx = gate_column_weights(L, r1 - r0, Wx, L.nIn, fam.gates, j0, n)
+    wx = gate_column_weights(L, r1 - r0, Wx, L.ldwx, L.nIn, fam.gates, j0, n)
 
     for t in range(sL):
         if t % L.chunk_steps == 0:
@@ -403,9 +403,9 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef Share mine = part_share(L, me)
     r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
     rows = r1 - r0
-    whT = gate_row_weights(L, rows, Wh, 0, fam.h_blocks, s0, ns)
+    whT = gate_row_weights(L, rows, Wh, L.ldwh, 0, fam.h_blocks, s0, ns)
     if two_phases:
-        wauxT = gate_row_weights(L, rows, Wh, fam.h_blocks, fam.gates, j0, n)
+        wauxT = gate_row_weights(L, rows, Wh, L.ldwh, fam.h_blocks, fam.gates, j0, n)
     if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
         wprojT = call_weights(L, rows, Wproj + j0 * nState, 0, 1, nState, n, nState,
                               TRANSPOSED)
@@ -538,7 +538,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     if dLdx != NULL:
         i0 = part_start(nIn, me.part, me.nparts, 16)
         i1 = part_start(nIn, me.part + 1, me.nparts, 16)
-        wxT = gate_row_weights(L, SB, Wx, 0, fam.gates, i0, i1 - i0)
+        wxT = gate_row_weights(L, SB, Wx, L.ldwx, 0, fam.gates, i0, i1 - i0)
         project(SB, gates, G, wxT, NULL, dLdx + i0, nIn, 0)
         free_packed(&wxT)
     # The weight gradients, each one product over all steps for this thread's part [c0, c1)
@@ -547,7 +547,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     c0 = part_start(G, me.part, me.nparts, 16)
     c1 = part_start(G, me.part + 1, me.nparts, 16)
     weight_grad(L.weights_transposed, nIn, c1 - c0, SB, x, nIn, gates + c0, G, OVERWRITE,
-                gate_columns(L, dLdWx, c0), L.ldw)
+                gate_columns(L, dLdWx, L.ldwx, c0), L.ldwx)
     col = c0
     while col < c1:  # the recurrent weight's, in runs of columns of one kind
         k = col // nOut
@@ -555,17 +555,17 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         if k == fam.aux_grad_block:  # dL/dWh_k = Σ hPrevᵀ·d_k, d_k kept in aux
             prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
                                aux + col - k * nOut, nOut, ds + bS * col,
-                               L.weights_transposed, gate_columns(L, dLdWh, col), L.ldw)
+                               L.weights_transposed, gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
         elif k < fam.h_blocks:  # dL/dWh_k = Σ hPrevᵀ·dz_k, over the following such blocks
             while end < c1 and end // nOut < fam.h_blocks and \
                     end // nOut != fam.aux_grad_block:
                 end = min(c1, end + nOut)
             prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
                                gates + col, G, ds + bS * col, L.weights_transposed,
-                               gate_columns(L, dLdWh, col), L.ldw)
+                               gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
         else:  # a block that multiplies aux: dL/dWh_k = Σ auxᵀ·dz_k
             weight_grad(L.weights_transposed, nOut, end - col, SB, aux, nOut, gates + col,
-                        G, OVERWRITE, gate_columns(L, dLdWh, col), L.ldw)
+                        G, OVERWRITE, gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
         col = end
 
 
@@ -663,8 +663,9 @@ cdef void *data(dtype, str name, a, Py_ssize_t size, bint required=False,
 
 cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_t bS,
                                     Py_ssize_t nIn, Py_ssize_t nOut, Py_ssize_t nProj,
-                                    seq_len, bint forward, int n_threads, dtype, Wx, Wh, W, P,
-                                    Wproj, double clip, int activation, lstm_acts) except *:
+                                    seq_len, bint forward, int n_threads, dtype, Wx, Wh, W,
+                                    bint weights_transposed, P, Wproj, double clip,
+                                    int activation, lstm_acts) except *:
     """Fill in L's sizes, options and weights; return the family's row of the table."""
     L.family = FAMILIES[family]
     cdef cells_family_info fam = cells_families[L.family]
@@ -690,14 +691,15 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
             raise ValueError(f"internal: seq_len must be {bS} int64 lengths in [0, {sL}]")
         if bS:
             L.seq_len = <const int64_t *>cnp.PyArray_DATA(<cnp.ndarray>seq_len)
-    L.weights_transposed = W is not None
-    if L.weights_transposed:
+    L.weights_transposed = W is not None or weights_transposed
+    if W is not None:
         # W [G, nOut + nIn] (PyTorch's layout), columns h then x: op(Wh) = W[:, :nOut]ᵀ.
-        L.ldw = nOut + nIn
-        L.Wh = data(dtype, "W", W, L.G * L.ldw, True)
+        L.ldwx = L.ldwh = nOut + nIn
+        L.Wh = data(dtype, "W", W, L.G * L.ldwh, True)
         L.Wx = <const char *>L.Wh + nOut * <Py_ssize_t>dtype.itemsize
     else:
-        L.ldw = L.G
+        # Wx [nIn, G] and Wh [nState, G], or transposed [G, nIn] and [G, nState].
+        L.ldwx, L.ldwh = (nIn, L.nState) if weights_transposed else (L.G, L.G)
         L.Wx = data(dtype, "Wx", Wx, nIn * L.G, True)
         L.Wh = data(dtype, "Wh", Wh, L.nState * L.G, True)
     L.P = data(dtype, "P", P, fam.param_blocks * nOut)
@@ -706,11 +708,13 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
 
 def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut, *,
             seq_len, bint forward, bint keep, int n_threads, x, hI, Wx=None, Wh=None, W=None,
-            b=None, P=None, Wproj=None, Py_ssize_t nProj=0, cI=None, gx, gh, hs, cs=None,
-            gates, c=None, aux=None, m=None, ms=None, h, hL=None, cL=None,
-            double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
+            bint weights_transposed=False, b=None, P=None, Wproj=None, Py_ssize_t nProj=0,
+            cI=None, gx, gh, hs, cs=None, gates, c=None, aux=None, m=None, ms=None, h, hL=None,
+            cL=None, double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
     """Run the forward pass of `family` (a key of FAMILIES) on the arrays that cells/_loop.pxd
-    names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces Wx and Wh (the LLTM).
+    names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces Wx and Wh (the LLTM);
+    with weights_transposed, Wx and Wh are given in PyTorch's layout, transposed ([G, nIn] and
+    [G, nState]).
     clip and lstm_acts (LSTM_ACTIVATIONS' layout) are the LSTM's options, activation the RNN's
     code (include/cells/step.h).
     With keep, gates, c and a kept aux are [sL, ...]; without, gates and aux are one step's
@@ -719,8 +723,9 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
-                                             forward, n_threads, dtype, Wx, Wh, W, P, Wproj,
-                                             clip, activation, lstm_acts)
+                                             forward, n_threads, dtype, Wx, Wh, W,
+                                             weights_transposed, P, Wproj, clip, activation,
+                                             lstm_acts)
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, steps = sL if keep else 1
     cdef bint projected = L.Wproj != NULL
     L.keep = keep
@@ -751,23 +756,26 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
 
 
 def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut, *,
-             seq_len, bint forward, int n_threads, x, hI, Wx=None, Wh=None, W=None, P=None,
-             Wproj=None, Py_ssize_t nProj=0, cI=None, h, c=None, gates, aux=None, m=None,
-             dLdh=None, dLdhL=None, dLdcL=None, dLdgates=None, d, daux=None, ms=None,
-             dh_step=None, dh_steps=None, dLdx, dLdhI, dLdcI=None, dLdWx=None, dLdWh=None,
-             dLdW=None, dLdb=None, dLdP=None, part_sums=None, dLdWproj=None,
-             double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
+             seq_len, bint forward, int n_threads, x, hI, Wx=None, Wh=None, W=None,
+             bint weights_transposed=False, P=None, Wproj=None, Py_ssize_t nProj=0, cI=None, h,
+             c=None, gates, aux=None, m=None, dLdh=None, dLdhL=None, dLdcL=None, dLdgates=None,
+             d, daux=None, ms=None, dh_step=None, dh_steps=None, dLdx, dLdhI, dLdcI=None,
+             dLdWx=None, dLdWh=None, dLdW=None, dLdb=None, dLdP=None, part_sums=None,
+             dLdWproj=None, double clip=INFINITY, int activation=0,
+             lstm_acts=LSTM_ACTIVATIONS):
     """Run the backward pass of `family` on its forward's workspace (h, c, gates, aux and m of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
-    with gradients. dLdx None skips dL/dx. dLdW [G, nOut + nIn] goes with W; m, ms, dh_step,
-    dh_steps and dLdWproj with Wproj. part_sums [n_threads, gates + blocks, nOut] is scratch
+    with gradients. dLdx None skips dL/dx. dLdW [G, nOut + nIn] goes with W, and dLdWx and dLdWh
+    are transposed with weights_transposed (as Wx and Wh); m, ms, dh_step, dh_steps and
+    dLdWproj go with Wproj. part_sums [n_threads, gates + blocks, nOut] is scratch
     for a pass that splits the rows (with dLdb or dLdP): each thread's sums of dL/db and dL/dP
     over its rows."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
-                                             forward, n_threads, dtype, Wx, Wh, W, P, Wproj,
-                                             clip, activation, lstm_acts)
+                                             forward, n_threads, dtype, Wx, Wh, W,
+                                             weights_transposed, P, Wproj, clip, activation,
+                                             lstm_acts)
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, SB = sL * bS
     cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = L.Wproj != NULL
@@ -794,8 +802,8 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     L.dLdx = data(dtype, "dLdx", dLdx, SB * nIn, False, True)
     L.dLdhI = data(dtype, "dLdhI", dLdhI, H, True, True)
     L.dLdcI = data(dtype, "dLdcI", dLdcI, S, fam.cell_state, True)
-    if L.weights_transposed:
-        L.dLdWh = data(dtype, "dLdW", dLdW, G * L.ldw, True, True)
+    if W is not None:
+        L.dLdWh = data(dtype, "dLdW", dLdW, G * L.ldwh, True, True)
         L.dLdWx = <char *>L.dLdWh + nOut * <Py_ssize_t>dtype.itemsize
     else:
         L.dLdWx = data(dtype, "dLdWx", dLdWx, nIn * G, True, True)

@@ -37,7 +37,8 @@ valid steps from the last to the first (ONNX direction="reverse"); every output 
 own time index.
 
 Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns new
-C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the
+C-ordered arrays of that dtype (dLdWx and dLdWr F-ordered where Wx and Wr both are: PyTorch's
+layout, which the CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the
 number of threads the call runs on (cells/_threads.py); a backward whose weight gradients run on
 BLAS holds it at one thread meanwhile.
 """

@@ -17,7 +17,9 @@ RNN's nonlinearity is cells' activation, and the LSTM's proj_size > 0 is cells' 
 
 Tensors are float32 or float64, on the CPU or on a CUDA device. On the CPU the kernels read
 them as NumPy arrays sharing their memory (tensor.numpy(); a strided one is copied by the
-kernel), their results become tensors without a copy (torch.from_numpy), and every call runs on
+kernel, except the transposes of torch's weight_ih and weight_hh, which the time loop reads
+where they are, writing their gradients in torch's layout; weight_hr's is copied), their
+results become tensors without a copy (torch.from_numpy), and every call runs on
 torch.get_num_threads() threads. CUDA tensors run on cells' GPU backend (CuPy, cells[gpu]) as
 CuPy arrays sharing their memory through DLPack, both ways, with CuPy's device and stream set to
 the tensor's device and torch's current stream on it: cells' kernels and cuBLAS calls queue
@@ -160,6 +162,16 @@ def _grad_tensors(grads, x):
     return (_no_workspace(x) if dLdx is None else _tensor(dLdx), *(_tensor(g) for g in others))
 
 
+def _gradient_like(weight, grad):
+    """A weight's gradient with the weight's strides, as the backward operator's fake gives it
+    (torch.empty_like(weight)): grad itself where they match, else a copy. On the CPU they match
+    for torch's weights: the modules pass weight_ih.t() and weight_hh.t(), which cells reads
+    where they are, writing their gradients in the same layout."""
+    if grad.stride() == weight.stride():
+        return grad
+    return torch.empty_like(weight).copy_(grad)
+
+
 def _dLdx_like(x, input_grad):
     """The fake dL/dx of a backward operator: x's shape, or empty without input_grad."""
     return x.new_empty(x.shape) if input_grad else _no_workspace(x)
@@ -218,7 +230,7 @@ def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
     """cells.gruTimeLoopBp (linear_before_reset=True) on cells::gru_time_loop's workspace
     (h, gates, hc; gates and hc are copied, as the Bp consumes them; empty: the forward is
     recomputed). Returns (dLdx, dLdhI, dLdWx, dLdWh, dLdb), shaped as x, hI, Wx, Wh, b (dLdx
-    empty without input_grad)."""
+    empty without input_grad; dLdWx and dLdWh with the strides of Wx and Wh)."""
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
@@ -228,12 +240,14 @@ def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
         _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
         _array("dLdh", dLdh), workspace=workspace, linear_before_reset=True, seq_len=lengths,
         forward=forward, input_grad=input_grad, n_threads=torch.get_num_threads())
-    return _grad_tensors(grads, x)
+    dLdx, dLdhI, dLdWx, dLdWh, dLdb = _grad_tensors(grads, x)
+    return dLdx, dLdhI, _gradient_like(Wx, dLdWx), _gradient_like(Wh, dLdWh), dLdb
 
 
 @gru_time_loop_backward.register_fake
 def _(x, hI, Wx, Wh, b, dLdh, seq_len, forward, h, gates, hc, input_grad):
-    return (_dLdx_like(x, input_grad), *(t.new_empty(t.shape) for t in (hI, Wx, Wh, b)))
+    return (_dLdx_like(x, input_grad), hI.new_empty(hI.shape), torch.empty_like(Wx),
+            torch.empty_like(Wh), b.new_empty(b.shape))
 
 
 def _gru_setup_context(ctx, inputs, output):
@@ -307,7 +321,8 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
     """cells.lstmLayerTimeLoopBp on cells::lstm_time_loop's workspace (h, c, gates, m; gates are
     copied, as the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdWx,
     dLdWr, dLdb, dLdhI, dLdcI, dLdWproj), shaped as x, Wx, Wr, b, hI, cI, Wproj (dLdx empty
-    without input_grad, dLdWproj without Wproj)."""
+    without input_grad, dLdWproj without Wproj; dLdWx and dLdWr with the strides of Wx and
+    Wr)."""
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
@@ -321,16 +336,18 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
         dLdcL=_array("dLdcL", dLdcL), Wproj=_array("Wproj", Wproj), seq_len=lengths,
         forward=forward, workspace=workspace, input_grad=input_grad,
         n_threads=torch.get_num_threads())
+    dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI = _grad_tensors(grads[:6], x)
     dLdWproj = _no_workspace(x) if Wproj is None else _tensor(grads.dLdWproj)
-    return (*_grad_tensors(grads[:6], x), dLdWproj)
+    return (dLdx, _gradient_like(Wx, dLdWx), _gradient_like(Wr, dLdWr), dLdb, dLdhI, dLdcI,
+            dLdWproj)
 
 
 @lstm_time_loop_backward.register_fake
 def _(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL, dLdcL, seq_len, forward, h, c, gates, m,
       input_grad):
     dLdWproj = _no_workspace(x) if Wproj is None else Wproj.new_empty(Wproj.shape)
-    return (_dLdx_like(x, input_grad), *(t.new_empty(t.shape) for t in (Wx, Wr, b, hI, cI)),
-            dLdWproj)
+    return (_dLdx_like(x, input_grad), torch.empty_like(Wx), torch.empty_like(Wr),
+            *(t.new_empty(t.shape) for t in (b, hI, cI)), dLdWproj)
 
 
 def _lstm_setup_context(ctx, inputs, output):
@@ -478,7 +495,8 @@ def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
                            input_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """cells.rnnTimeLoopBp on cells::rnn_time_loop's workspace (h, gates; gates are copied, as
     the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdhI, dLdWx,
-    dLdWh, dLdb), shaped as x, hI, Wx, Wh, b (dLdx empty without input_grad)."""
+    dLdWh, dLdb), shaped as x, hI, Wx, Wh, b (dLdx empty without input_grad; dLdWx and dLdWh
+    with the strides of Wx and Wh)."""
     lengths = _lengths(seq_len)
     workspace = None
     if _kept(gates):
@@ -488,12 +506,14 @@ def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
         _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
         _array("dLdh", dLdh), workspace=workspace, activation=activation, seq_len=lengths,
         forward=forward, input_grad=input_grad, n_threads=torch.get_num_threads())
-    return _grad_tensors(grads, x)
+    dLdx, dLdhI, dLdWx, dLdWh, dLdb = _grad_tensors(grads, x)
+    return dLdx, dLdhI, _gradient_like(Wx, dLdWx), _gradient_like(Wh, dLdWh), dLdb
 
 
 @rnn_time_loop_backward.register_fake
 def _(x, hI, Wx, Wh, b, dLdh, activation, seq_len, forward, h, gates, input_grad):
-    return (_dLdx_like(x, input_grad), *(t.new_empty(t.shape) for t in (hI, Wx, Wh, b)))
+    return (_dLdx_like(x, input_grad), hI.new_empty(hI.shape), torch.empty_like(Wx),
+            torch.empty_like(Wh), b.new_empty(b.shape))
 
 
 def _rnn_setup_context(ctx, inputs, output):

@@ -23,3 +23,19 @@ def two_biases(request):
 @pytest.fixture(params=[np.float64, np.float32], ids=["f64", "f32"])
 def dtype(request):
     return np.dtype(request.param)
+
+
+@pytest.fixture
+def weights_read(monkeypatch):
+    """A list that records, for every pass of the CPU time loop from here on, (whether it reads
+    Wx and Wh transposed, the address of Wx's data, of Wh's): a weight read where it is has the
+    caller's address."""
+    from cells import _time_loop
+    passes = []
+    for name in ("forward", "backward"):
+        def record(*args, _run=getattr(_time_loop, name), **kwargs):
+            passes.append((kwargs["weights_transposed"], kwargs["Wx"].ctypes.data,
+                           kwargs["Wh"].ctypes.data))
+            return _run(*args, **kwargs)
+        monkeypatch.setattr(_time_loop, name, record)
+    return passes

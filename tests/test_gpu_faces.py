@@ -80,6 +80,29 @@ def test_a_gpu_workspace_serves_two_backward_passes(fake_gpu, dtype):
             assert_close(g.get(), e, tol, name, dtype)
 
 
+def test_gpu_weight_gradients_in_torch_layout_are_f_ordered(fake_gpu):
+    """Wx and Wh (the LSTM's Wr) both F-ordered, PyTorch's layout: the GPU backward returns
+    their gradients F-ordered, as the CPU's, with the CPU's values."""
+    x, hI, Wx, Wh, b, dLdh = gru_inputs(np.float64)
+    rng = np.random.default_rng(4)
+    nIn, nOut = Wx.shape[0], hI.shape[1]
+    Wx4, Wr4 = rand(rng, nIn, 4 * nOut), rand(rng, nOut, 4 * nOut)
+    b4, cI = rand(rng, 4 * nOut), rand(rng, *hI.shape)
+    Wx, Wh, Wx4, Wr4 = (np.asfortranarray(w) for w in (Wx, Wh, Wx4, Wr4))
+    calls = [
+        (lambda *a: cells.gruTimeLoopBp(*a, linear_before_reset=True), (x, hI, Wx, Wh, b, dLdh),
+         ("dLdWx", "dLdWh")),
+        (cells.lstmLayerTimeLoopBp, (x, Wx4, Wr4, b4, hI, cI, dLdh), ("dLdWx", "dLdWr")),
+    ]
+    for bp, arrays, names in calls:
+        expected = bp(*arrays)
+        grads = bp(*(fake_gpu.asarray(a) for a in arrays))  # in the same memory order
+        for name in names:
+            g, e = getattr(grads, name), getattr(expected, name)
+            assert e.flags.f_contiguous and g.flags.f_contiguous, name
+            assert_close(g.get(), e, F64_TOL, name, np.float64)
+
+
 def test_seq_len_may_be_on_the_device_in_a_gpu_call(fake_gpu):
     x, hI, Wx, Wh, b, _ = gru_inputs(np.float64)
     lengths = np.array([4, 0, 2])

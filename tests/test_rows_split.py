@@ -8,7 +8,11 @@ projected; the LLTM, in PyTorch's weight layout; the RNN), at batch sizes that s
 and without seq_len, in float64 and float32, against the float64 references: h, the final
 states and every gradient; and sequences of one step, whose weights are read in place (on both
 sides of the rows from which the ones read transposed are packed). The other tests run batches
-too small to split, except tests/test_projection_chunks.py."""
+too small to split, except tests/test_projection_chunks.py.
+
+The weights in PyTorch's layout too: Wx and Wh F-ordered (weight_ih.T, weight_hh.T), which the
+loop reads where they are, writing their gradients F-ordered; with the units and the rows
+split, and in calls of one step on both sides of the in-place edge."""
 import numpy as np
 import pytest
 
@@ -51,9 +55,22 @@ def _check(results, references, names, dtype, gradients):
         assert_close(got, expected, tol, name, dtype)
 
 
-def run_gru(rng, T, bS, seq_len, forward, n_threads, dtype, lbr):
+def _in_order(order, *weights):
+    """The weights in memory order `order`: "C", or "F" (PyTorch's weight_ih.T, weight_hh.T)."""
+    return tuple(np.asarray(w, order=order) for w in weights)
+
+
+def _check_gradient_order(order, *gradients):
+    """A weight's gradient comes back in the weight's memory order."""
+    for g in gradients:
+        assert g.flags[f"{order}_CONTIGUOUS"], g.strides
+
+
+def run_gru(rng, T, bS, seq_len, forward, n_threads, dtype, lbr, order="C"):
+    """The GRU against the reference; the weights in memory order `order`: returns them."""
     x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_seq_problem(rng, T, bS, nIn, nOut,
                                                               two_biases=True), dtype)
+    Wx, Wh = _in_order(order, Wx, Wh)
     lengths = _full(seq_len, T, bS)
     kwargs = dict(linear_before_reset=lbr, seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, return_workspace=True, **kwargs)
@@ -62,11 +79,15 @@ def run_gru(rng, T, bS, seq_len, forward, n_threads, dtype, lbr):
     grads = cells.gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhL, workspace=ws, **kwargs)
     _check(grads, gru_masked_backward(x, hI, Wx, Wh, b, lengths, dLdh, dLdhL, forward, lbr),
            ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), dtype, True)
+    _check_gradient_order(order, grads.dLdWx, grads.dLdWh)
+    return Wx, Wh
 
 
-def run_lstm(rng, T, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj):
+def run_lstm(rng, T, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj, order="C"):
+    """The LSTM against the reference; Wx and Wr in memory order `order`: returns them."""
     p = make_lstm_problem(rng, T, bS, nIn, nOut, peepholes=peepholes, n_proj=n_proj)
     p = dict(zip(p, to_dtype(p.values(), dtype)))
+    p["Wx"], p["Wr"] = _in_order(order, p["Wx"], p["Wr"])
     weights = (p["x"], p["Wx"], p["Wr"], p["b"], p["hI"], p["cI"])
     kwargs = dict(Wp=p["Wp"], Wproj=p["Wproj"], seq_len=seq_len, forward=forward,
                   n_threads=n_threads)
@@ -83,6 +104,8 @@ def run_lstm(rng, T, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj):
         assert grads.dLdWp is None
         names, grads, ref = (list(a[:6]) + list(a[7:]) for a in (names, grads, ref))
     _check(grads, ref, names, dtype, True)
+    _check_gradient_order(order, grads[1], grads[2])
+    return p["Wx"], p["Wr"]
 
 
 def run_lltm(rng, T, bS, seq_len, forward, n_threads, dtype):
@@ -98,9 +121,11 @@ def run_lltm(rng, T, bS, seq_len, forward, n_threads, dtype):
            ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"), dtype, True)
 
 
-def run_rnn(rng, T, bS, seq_len, forward, n_threads, dtype):
+def run_rnn(rng, T, bS, seq_len, forward, n_threads, dtype, order="C"):
+    """The RNN against the reference; the weights in memory order `order`: returns them."""
     x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_rnn_problem(rng, T, bS, nIn, nOut,
                                                               two_biases=True), dtype)
+    Wx, Wh = _in_order(order, Wx, Wh)
     kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, ws = cells.rnnTimeLoop(x, hI, Wx, Wh, b, return_workspace=True, **kwargs)
     _check([h], rnn_seq_forward(x, hI, Wx, Wh, b, "tanh", seq_len, forward), ["h"], dtype,
@@ -108,17 +133,21 @@ def run_rnn(rng, T, bS, seq_len, forward, n_threads, dtype):
     grads = cells.rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, dLdhLast=dLdhL, workspace=ws, **kwargs)
     _check(grads, rnn_seq_backward(x, hI, Wx, Wh, b, dLdh, dLdhL, "tanh", seq_len, forward),
            ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), dtype, True)
+    _check_gradient_order(order, grads.dLdWx, grads.dLdWh)
+    return Wx, Wh
 
 
 CASES = {
-    "gru_reset_before": ("gru", lambda *a: run_gru(*a, lbr=False)),
-    "gru_linear_before_reset": ("gru", lambda *a: run_gru(*a, lbr=True)),
-    "lstm": ("lstm", lambda *a: run_lstm(*a, peepholes=False, n_proj=None)),
-    "lstm_peepholes": ("lstm", lambda *a: run_lstm(*a, peepholes=True, n_proj=None)),
-    "lstm_projected": ("lstm", lambda *a: run_lstm(*a, peepholes=True, n_proj=8)),
+    "gru_reset_before": ("gru", lambda *a, **k: run_gru(*a, lbr=False, **k)),
+    "gru_linear_before_reset": ("gru", lambda *a, **k: run_gru(*a, lbr=True, **k)),
+    "lstm": ("lstm", lambda *a, **k: run_lstm(*a, peepholes=False, n_proj=None, **k)),
+    "lstm_peepholes": ("lstm", lambda *a, **k: run_lstm(*a, peepholes=True, n_proj=None, **k)),
+    "lstm_projected": ("lstm", lambda *a, **k: run_lstm(*a, peepholes=True, n_proj=8, **k)),
     "lltm": ("lltm", run_lltm),
     "rnn": ("rnn", run_rnn),
 }
+# The cases with separate Wx and Wh (the LLTM's one W is in PyTorch's layout already).
+SEPARATE_WEIGHTS = [case for case in CASES if case != "lltm"]
 
 
 def _assert_rows_split(case, bS, n_threads, dtype):
@@ -198,3 +227,46 @@ def test_which_passes_split_rows():
     assert not splits(2, 64, 256, 256, 4, True, 4)       # 1024 + 256 KiB
     assert splits(2, 16, 295, 295, 3, False, 4)          # GRU H=295, float: 1020 KiB
     assert not splits(2, 16, 296, 296, 3, False, 4)      # H=296: 1027 KiB
+
+
+# (sL, bS, n_threads): the units split (3 rows on 2 threads), the rows split, and calls of one
+# step on both sides of K / 10 rows (IN_PLACE_EDGES).
+TORCH_LAYOUT_SHAPES = [(sL, 3, 2), (sL, 16, 2)] + [(1, bS, n) for bS, n in IN_PLACE_EDGES]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("T,bS,n_threads", TORCH_LAYOUT_SHAPES)
+@pytest.mark.parametrize("case", SEPARATE_WEIGHTS)
+def test_weights_in_torch_layout(weights_read, case, T, bS, n_threads, dtype):
+    """Wx and Wh both F-ordered, as PyTorch's weight_ih.T and weight_hh.T: both passes read them
+    where they are, transposed (no copy), against the reference, and write dL/dWx and dL/dWh
+    F-ordered (in run_*), forward and in reverse with seq_len."""
+    for forward in (True, False):
+        Wx, Wh = CASES[case][1](np.random.default_rng(bS + T), T, bS, _seq_len(T, bS, True),
+                                forward, n_threads, dtype, order="F")
+        assert weights_read == [(True, Wx.ctypes.data, Wh.ctypes.data)] * 2
+        weights_read.clear()
+
+
+# Which of Wx and Wh the loop reads a C-ordered copy of, per memory order of the two.
+COPIED = {"C": (False, False), "mixed": (True, False), "strided": (True, True)}
+
+
+@pytest.mark.parametrize("order", COPIED)
+def test_weights_not_both_f_ordered_are_read_in_c_order(weights_read, order):
+    """C-ordered weights are read as they are; where only Wx is F-ordered ("mixed"), or neither
+    is contiguous, the time loop reads C-ordered copies of those, and the gradients are
+    C-ordered."""
+    rng = np.random.default_rng(3)
+    x, hI, Wx, Wh, b, dLdh, _ = make_seq_problem(rng, sL, 4, nIn, nOut, two_biases=True)
+    if order == "mixed":
+        Wx = np.asfortranarray(Wx)
+    if order == "strided":  # every other column of arrays twice as wide
+        Wx, Wh = (np.repeat(w, 2, axis=1)[:, ::2] for w in (Wx, Wh))
+    h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, return_workspace=True)
+    grads = cells.gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, workspace=ws)
+    _check([h], gru_masked_forward(x, hI, Wx, Wh, b, np.full(4, sL)), ["h"], np.float64,
+           False)
+    assert [(transposed, wx != Wx.ctypes.data, wh != Wh.ctypes.data)
+            for transposed, wx, wh in weights_read] == [(False, *COPIED[order])] * 2
+    _check_gradient_order("C", grads.dLdWx, grads.dLdWh)

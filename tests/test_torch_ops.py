@@ -14,42 +14,53 @@ def random(*shape, grad=True):
     return torch.randn(*shape, dtype=torch.float64, requires_grad=grad)
 
 
-def op_inputs(family, grad=True):
+def weight(K, G, grad, layout):
+    """A weight [K, G] in cells' layout: C-ordered, or in "torch" layout the transpose of a
+    C-ordered [G, K] (what the modules pass: weight_ih.t()), a leaf with those strides."""
+    if layout == "cells":
+        return random(K, G, grad=grad)
+    return random(G, K, grad=False).t().requires_grad_(grad)
+
+
+def op_inputs(family, grad=True, layout="cells"):
     """(op, differentiable tensor inputs, the options after them, the outputs to check)
-    of one family, small random shapes."""
+    of one family, small random shapes; the weights in `layout` (weight's)."""
     torch.manual_seed(0)
     x, hI, cI = random(sL, bS, nIn, grad=grad), random(bS, H, grad=grad), random(bS, H, grad=grad)
     if family == "gru":
         return (torch.ops.cells.gru_time_loop,
-                (x, hI, random(nIn, 3 * H, grad=grad), random(H, 3 * H, grad=grad),
+                (x, hI, weight(nIn, 3 * H, grad, layout), weight(H, 3 * H, grad, layout),
                  random(2, 3 * H, grad=grad)), (), 1)
     if family == "lstm":  # Wproj None: no projection
         return (torch.ops.cells.lstm_time_loop,
-                (x, random(nIn, 4 * H, grad=grad), random(H, 4 * H, grad=grad),
+                (x, weight(nIn, 4 * H, grad, layout), weight(H, 4 * H, grad, layout),
                  random(4 * H, grad=grad), hI, cI, None), (), 3)
     if family == "lstmp":
         return (torch.ops.cells.lstm_time_loop,
-                (x, random(nIn, 4 * H, grad=grad), random(P, 4 * H, grad=grad),
+                (x, weight(nIn, 4 * H, grad, layout), weight(P, 4 * H, grad, layout),
                  random(4 * H, grad=grad), random(bS, P, grad=grad), cI,
-                 random(H, P, grad=grad)), (), 3)
-    if family == "lltm":
+                 weight(H, P, grad, layout)), (), 3)
+    if family == "lltm":  # W is in PyTorch's layout either way
         return (torch.ops.cells.lltm_time_loop,
                 (x, random(3 * H, H + nIn, grad=grad), random(3 * H, grad=grad), hI, cI), (), 3)
     return (torch.ops.cells.rnn_time_loop,
-            (x, hI, random(nIn, H, grad=grad), random(H, H, grad=grad),
+            (x, hI, weight(nIn, H, grad, layout), weight(H, H, grad, layout),
              random(2, H, grad=grad)), ("relu" if family == "relu" else "tanh",), 1)
 
 
 FAMILIES = ["gru", "lstm", "lstmp", "lltm", "tanh", "relu"]
+# The weights of every family but the LLTM in cells' layout, or as the modules pass them.
+LAYOUTS = ["cells", "torch"]
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("lengths, forward, keep", [(None, True, True), (LENGTHS, False, True),
                                                     (LENGTHS, True, False)],
                          ids=["forward", "reverse_lengths", "recomputed"])
-def test_gradcheck(family, lengths, forward, keep):
+def test_gradcheck(family, lengths, forward, keep, layout):
     """keep=False: the backward recomputes the forward pass (no workspace)."""
-    op, tensors, options, n_outputs = op_inputs(family)
+    op, tensors, options, n_outputs = op_inputs(family, layout=layout)
     if family == "relu":  # keep pre-activations away from relu's kink for finite differences
         with torch.no_grad():
             tensors[0].mul_(3)
@@ -60,22 +71,39 @@ def test_gradcheck(family, lengths, forward, keep):
     assert torch.autograd.gradcheck(outputs, tensors)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("family", FAMILIES)
-def test_opcheck(family):
-    op, tensors, options, n_outputs = op_inputs(family)
+def test_opcheck(family, layout):
+    """In torch's layout, the backward's weight gradients have the weights' strides, as the
+    fake's (opcheck compares them)."""
+    op, tensors, options, n_outputs = op_inputs(family, layout=layout)
     for lengths, forward, keep in ((None, True, True), (LENGTHS, False, True),
                                    (LENGTHS, True, False)):
         torch.library.opcheck(op, (*tensors, *options, lengths, forward, keep))
     # the backward operator, on a forward's workspace (without requires_grad: its own
     # backward is the double backward, which raises)
     backward = getattr(torch.ops.cells, op._qualified_op_name.split("::")[1] + "_backward")
-    _, plain, _, _ = op_inputs(family, grad=False)
+    _, plain, _, _ = op_inputs(family, grad=False, layout=layout)
     for lengths, forward, input_grad in ((None, True, True), (LENGTHS, False, False)):
         out = op(*plain, *options, lengths, forward, True)
         grads = tuple(torch.randn_like(o) for o in out[:n_outputs])
         # the workspace: the outputs h and those after the differentiable ones
         torch.library.opcheck(backward, (*plain, *grads, *options, lengths, forward, out[0],
                                          *out[n_outputs:], input_grad))
+
+
+def test_modules_read_torch_weights_where_they_are(weights_read):
+    """The GRU, LSTM and RNN modules hand weight_ih.t() and weight_hh.t() to the CPU time loop,
+    which reads them where they are in both passes; their gradients reach .grad in the
+    parameters' own layout (values: tests/test_torch_modules.py)."""
+    torch.manual_seed(0)
+    x = torch.randn(sL, bS, nIn)
+    for module in (ct.GRU(nIn, H), ct.LSTM(nIn, H), ct.RNN(nIn, H)):
+        module(x)[0].pow(2).sum().backward()
+        Wx, Wh = module.weight_ih_l0, module.weight_hh_l0
+        assert weights_read == [(True, Wx.data_ptr(), Wh.data_ptr())] * 2
+        assert Wx.grad.is_contiguous() and Wh.grad.is_contiguous()
+        weights_read.clear()
 
 
 def test_retain_graph_twice():
