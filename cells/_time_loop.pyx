@@ -95,11 +95,11 @@ LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
 # A call of one step reads weights it multiplies transposed in place (gemm_nt's dot products)
 # while its products have fewer rows than K / NT_K_PER_ROW (K: their inner dimension); with more,
 # transposing the weights into panels first is faster (its cost grows with K, gemm_nt's extra
-# cost with the rows). Measured (1 thread, float, n = 128-768), gemm_nt as fast as transposing
-# and gemm_panels at 11 rows for K = 128, 25 for 256, 32 for 384, 48 for 512, and above 48 for
-# K = 768-1536; 2-3x as fast at 8 rows for K >= 384.
+# cost with the rows). Measured (1 thread, float, n = 3K, in a C loop, alternated), gemm_nt as
+# fast as transposing and gemm_panels at 6 rows for K = 128, 14 for 256, 20 for 384, 32 for
+# 512, above 48 for K = 1024; 2x as fast at 4 rows for K >= 256.
 cdef enum:
-    NT_K_PER_ROW = 10
+    NT_K_PER_ROW = 16
 
 
 cpdef bint reads_weights_in_place(Py_ssize_t sL, Py_ssize_t rows, Py_ssize_t K,

@@ -66,9 +66,10 @@ def _check_gradient_order(order, *gradients):
         assert g.flags[f"{order}_CONTIGUOUS"], g.strides
 
 
-def run_gru(rng, T, bS, seq_len, forward, n_threads, dtype, lbr, order="C"):
-    """The GRU against the reference; the weights in memory order `order`: returns them."""
-    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_seq_problem(rng, T, bS, nIn, nOut,
+def run_gru(rng, T, bS, seq_len, forward, n_threads, dtype, lbr, order="C", size=(nIn, nOut)):
+    """The GRU against the reference, `size` = (nIn, nOut); the weights in memory order `order`:
+    returns them."""
+    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_seq_problem(rng, T, bS, *size,
                                                               two_biases=True), dtype)
     Wx, Wh = _in_order(order, Wx, Wh)
     lengths = _full(seq_len, T, bS)
@@ -83,9 +84,11 @@ def run_gru(rng, T, bS, seq_len, forward, n_threads, dtype, lbr, order="C"):
     return Wx, Wh
 
 
-def run_lstm(rng, T, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj, order="C"):
-    """The LSTM against the reference; Wx and Wr in memory order `order`: returns them."""
-    p = make_lstm_problem(rng, T, bS, nIn, nOut, peepholes=peepholes, n_proj=n_proj)
+def run_lstm(rng, T, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj, order="C",
+             size=(nIn, nOut)):
+    """The LSTM against the reference, `size` = (nIn, nOut); Wx and Wr in memory order `order`:
+    returns them."""
+    p = make_lstm_problem(rng, T, bS, *size, peepholes=peepholes, n_proj=n_proj)
     p = dict(zip(p, to_dtype(p.values(), dtype)))
     p["Wx"], p["Wr"] = _in_order(order, p["Wx"], p["Wr"])
     weights = (p["x"], p["Wx"], p["Wr"], p["b"], p["hI"], p["cI"])
@@ -108,9 +111,9 @@ def run_lstm(rng, T, bS, seq_len, forward, n_threads, dtype, peepholes, n_proj, 
     return p["Wx"], p["Wr"]
 
 
-def run_lltm(rng, T, bS, seq_len, forward, n_threads, dtype):
-    x, W, b, hI, cI, dLdh, dLdhL, dLdcL = to_dtype(make_lltm_problem(rng, T, bS, nIn, nOut),
-                                                   dtype)
+def run_lltm(rng, T, bS, seq_len, forward, n_threads, dtype, size=(nIn, nOut)):
+    """The LLTM against the reference, `size` = (nIn, nOut)."""
+    x, W, b, hI, cI, dLdh, dLdhL, dLdcL = to_dtype(make_lltm_problem(rng, T, bS, *size), dtype)
     kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
     h, hL, cL, ws = cells.lltmTimeLoop(x, W, b, hI, cI, return_workspace=True, **kwargs)
     _check((h, hL, cL), lltm_seq_forward(x, W, b, hI, cI, seq_len, forward), ("h", "hL", "cL"),
@@ -121,9 +124,10 @@ def run_lltm(rng, T, bS, seq_len, forward, n_threads, dtype):
            ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"), dtype, True)
 
 
-def run_rnn(rng, T, bS, seq_len, forward, n_threads, dtype, order="C"):
-    """The RNN against the reference; the weights in memory order `order`: returns them."""
-    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_rnn_problem(rng, T, bS, nIn, nOut,
+def run_rnn(rng, T, bS, seq_len, forward, n_threads, dtype, order="C", size=(nIn, nOut)):
+    """The RNN against the reference, `size` = (nIn, nOut); the weights in memory order
+    `order`: returns them."""
+    x, hI, Wx, Wh, b, dLdh, dLdhL = to_dtype(make_rnn_problem(rng, T, bS, *size,
                                                               two_biases=True), dtype)
     Wx, Wh = _in_order(order, Wx, Wh)
     kwargs = dict(seq_len=seq_len, forward=forward, n_threads=n_threads)
@@ -150,10 +154,10 @@ CASES = {
 SEPARATE_WEIGHTS = [case for case in CASES if case != "lltm"]
 
 
-def _assert_rows_split(case, bS, n_threads, dtype):
-    """The case at bS rows on n_threads splits the rows."""
-    nState = 8 if case == "lstm_projected" else nOut
-    assert _time_loop.splits_rows(n_threads, bS, nOut, nState, GATES[CASES[case][0]],
+def _assert_rows_split(case, bS, n_threads, dtype, n_out=nOut):
+    """The case at bS rows on n_threads (and n_out units) splits the rows."""
+    nState = 8 if case == "lstm_projected" else n_out
+    assert _time_loop.splits_rows(n_threads, bS, n_out, nState, GATES[CASES[case][0]],
                                   case == "lstm_projected", np.dtype(dtype).itemsize)
 
 
@@ -182,11 +186,13 @@ def test_one_step_with_the_rows_split(case, with_lengths, dtype):
         n_threads, dtype)
 
 
-# (bS, n_threads): one-step calls on both sides of K / 10 rows, where a product that reads its
-# weights transposed (K = 16-64 here: a gate block or all G = gates·nOut) stops reading them in
-# place: 1 row, every one in place (but the LLTM's x columns, K = nIn = 6); 4 and 6 rows, some
-# in place and some packed; 64 rows, and the rows split (8 and 64 rows a thread), all packed.
-IN_PLACE_EDGES = [(1, 1), (4, 1), (6, 1), (64, 1), (16, 2), (128, 2)]
+# (bS, n_threads): one-step calls on both sides of K / 16 rows, where a product that reads its
+# weights transposed stops reading them in place, at nIn = nOut = 24 (IN_PLACE_SIZE; K = 24 to
+# 96: x's or h's columns, gate blocks, all G = gates·nOut, the LLTM's nOut + nIn): 1 row, every
+# one in place; 2, 4 and 6 rows, some in place and some packed; 64 rows, and the rows split (8
+# and 64 rows a thread), all packed.
+IN_PLACE_SIZE = (24, 24)
+IN_PLACE_EDGES = [(1, 1), (2, 1), (4, 1), (6, 1), (64, 1), (16, 2), (128, 2)]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
@@ -197,19 +203,19 @@ def test_one_step_in_place_and_packed(case, bS, n_threads, dtype):
     transposed (libnd4j's layout in the backward, the LLTM's PyTorch layout in the forward) are
     packed instead of read in place (cells/_time_loop.pyx, reads_weights_in_place)."""
     if n_threads > 1:
-        _assert_rows_split(case, bS, n_threads, dtype)
+        _assert_rows_split(case, bS, n_threads, dtype, IN_PLACE_SIZE[1])
     CASES[case][1](np.random.default_rng(bS), 1, bS, _seq_len(1, bS, True), True, n_threads,
-                   dtype)
+                   dtype, size=IN_PLACE_SIZE)
 
 
 def test_which_calls_read_weights_in_place():
     """Calls of one step read their weights in place: always where they need no transposing,
-    where they do for fewer than K / 10 rows in the product (K: its inner dimension).
+    where they do for fewer than K / 16 rows in the product (K: its inner dimension).
     Longer calls pack them. Arguments: sL, rows, K, transposed."""
     in_place = _time_loop.reads_weights_in_place
     assert in_place(1, 1, 6, False) and in_place(1, 4096, 6, False)
-    assert in_place(1, 1, 11, True) and in_place(1, 51, 512, True)
-    assert not in_place(1, 1, 10, True) and not in_place(1, 52, 512, True)
+    assert in_place(1, 1, 17, True) and in_place(1, 31, 512, True)
+    assert not in_place(1, 1, 16, True) and not in_place(1, 32, 512, True)
     assert not in_place(2, 1, 512, False) and not in_place(2, 1, 512, True)
 
 
@@ -229,21 +235,22 @@ def test_which_passes_split_rows():
     assert not splits(2, 16, 296, 296, 3, False, 4)      # H=296: 1027 KiB
 
 
-# (sL, bS, n_threads): the units split (3 rows on 2 threads), the rows split, and calls of one
-# step on both sides of K / 10 rows (IN_PLACE_EDGES).
-TORCH_LAYOUT_SHAPES = [(sL, 3, 2), (sL, 16, 2)] + [(1, bS, n) for bS, n in IN_PLACE_EDGES]
+# (sL, bS, n_threads, size): the units split (3 rows on 2 threads), the rows split, and calls of
+# one step on both sides of K / 16 rows (IN_PLACE_EDGES).
+TORCH_LAYOUT_SHAPES = [(sL, 3, 2, (nIn, nOut)), (sL, 16, 2, (nIn, nOut))] + [
+    (1, bS, n, IN_PLACE_SIZE) for bS, n in IN_PLACE_EDGES]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
-@pytest.mark.parametrize("T,bS,n_threads", TORCH_LAYOUT_SHAPES)
+@pytest.mark.parametrize("T,bS,n_threads,size", TORCH_LAYOUT_SHAPES)
 @pytest.mark.parametrize("case", SEPARATE_WEIGHTS)
-def test_weights_in_torch_layout(weights_read, case, T, bS, n_threads, dtype):
+def test_weights_in_torch_layout(weights_read, case, T, bS, n_threads, size, dtype):
     """Wx and Wh both F-ordered, as PyTorch's weight_ih.T and weight_hh.T: both passes read them
     where they are, transposed (no copy), against the reference, and write dL/dWx and dL/dWh
     F-ordered (in run_*), forward and in reverse with seq_len."""
     for forward in (True, False):
         Wx, Wh = CASES[case][1](np.random.default_rng(bS + T), T, bS, _seq_len(T, bS, True),
-                                forward, n_threads, dtype, order="F")
+                                forward, n_threads, dtype, order="F", size=size)
         assert weights_read == [(True, Wx.ctypes.data, Wh.ctypes.data)] * 2
         weights_read.clear()
 

@@ -150,6 +150,69 @@ static inline int cells_panel_isa(void) { return CELLS_PANEL_BASE_ISA; }
 #define CELLS_PANEL_KERNELS_0 CELLS_PANEL_KERNELS()
 #endif
 
+/* The transposing copy of one block of 32 bytes by 32 (8 × 8 floats, 4 × 4 doubles),
+ *   dst[k·ldd + j] = src[j·lds + k]   for j, k < 32 / sizeof(element),
+ * in vectors of 32 bytes (one ymm register on AVX2 and AVX-512, two xmm on the baseline): each
+ * row is loaded once, and pairs of vectors are interleaved in log2(block) rounds of shuffles.
+ * pack_panels' transposes run on it: inlined into that row loop, compiled for each instruction
+ * set. Without vector extensions, or with Clang (whose shuffle builtin is spelled differently),
+ * pack_panels copies element by element. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define CELLS_PANEL_TRANSPOSE 1
+typedef float cells_panel_v8f __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int cells_panel_v8i __attribute__((vector_size(32)));
+typedef double cells_panel_v4d __attribute__((vector_size(32), aligned(8), may_alias));
+typedef long long cells_panel_v4l __attribute__((vector_size(32)));
+
+CELLS_PANEL_INLINE void cells_panel_transpose_f(const float *src, ptrdiff_t lds, float *dst,
+                                                ptrdiff_t ldd) {
+    cells_panel_v8f r[8], t[8], u[8];
+    for (int j = 0; j < 8; ++j)
+        r[j] = *(const cells_panel_v8f *)(src + j * lds);
+    /* t[2i], t[2i+1]: rows 2i and 2i+1 interleaved, elements 0 1 4 5 and 2 3 6 7 of each */
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = __builtin_shuffle(r[2 * i], r[2 * i + 1],
+                                     (cells_panel_v8i){0, 8, 1, 9, 4, 12, 5, 13});
+        t[2 * i + 1] = __builtin_shuffle(r[2 * i], r[2 * i + 1],
+                                         (cells_panel_v8i){2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    /* u[4h + c], c < 4: columns c and c + 4 of rows 4h .. 4h + 3 */
+    for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 2; ++c) {
+            const cells_panel_v8f a = t[4 * h + c], b = t[4 * h + 2 + c];
+            u[4 * h + 2 * c] = __builtin_shuffle(a, b, (cells_panel_v8i){0, 1, 8, 9, 4, 5, 12, 13});
+            u[4 * h + 2 * c + 1] =
+                __builtin_shuffle(a, b, (cells_panel_v8i){2, 3, 10, 11, 6, 7, 14, 15});
+        }
+    for (int c = 0; c < 4; ++c) {
+        *(cells_panel_v8f *)(dst + c * ldd) =
+            __builtin_shuffle(u[c], u[4 + c], (cells_panel_v8i){0, 1, 2, 3, 8, 9, 10, 11});
+        *(cells_panel_v8f *)(dst + (c + 4) * ldd) =
+            __builtin_shuffle(u[c], u[4 + c], (cells_panel_v8i){4, 5, 6, 7, 12, 13, 14, 15});
+    }
+}
+
+CELLS_PANEL_INLINE void cells_panel_transpose_d(const double *src, ptrdiff_t lds, double *dst,
+                                                ptrdiff_t ldd) {
+    cells_panel_v4d r[4], t[4];
+    for (int j = 0; j < 4; ++j)
+        r[j] = *(const cells_panel_v4d *)(src + j * lds);
+    /* t[2i], t[2i+1]: rows 2i and 2i+1 interleaved, elements 0 2 and 1 3 of each */
+    for (int i = 0; i < 2; ++i) {
+        t[2 * i] = __builtin_shuffle(r[2 * i], r[2 * i + 1], (cells_panel_v4l){0, 4, 2, 6});
+        t[2 * i + 1] = __builtin_shuffle(r[2 * i], r[2 * i + 1], (cells_panel_v4l){1, 5, 3, 7});
+    }
+    for (int c = 0; c < 2; ++c) {
+        *(cells_panel_v4d *)(dst + c * ldd) =
+            __builtin_shuffle(t[c], t[2 + c], (cells_panel_v4l){0, 1, 4, 5});
+        *(cells_panel_v4d *)(dst + (c + 2) * ldd) =
+            __builtin_shuffle(t[c], t[2 + c], (cells_panel_v4l){2, 3, 6, 7});
+    }
+}
+#else
+#define CELLS_PANEL_TRANSPOSE 0
+#endif
+
 #define CELLS_IMPL "cells/panel_impl.h"
 #include "cells/instantiate.h"
 

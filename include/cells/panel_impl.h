@@ -42,9 +42,9 @@ CELLS_FN REAL *FN(panel_aligned)(REAL *buf) {
  *   transB = 0: B is [K, ldb >= n], op(B) = B.
  *   transB = 1: B is [n, ldb >= K], op(B) = Bᵀ (row j of B is column j of op(B)); this is what
  *               a backward pass needs for dz·Whᵀ with Wh stored [H, G].
- * Reads only the K·n elements of op(B), writes all FN(panel_len)(K, n) of P. Measured cost, in
- * gemm_panels calls with M = 8 on the result (float, K·n = 30k-262k): 0.6-0.8 (B), 2-2.1 (Bᵀ: a
- * scalar transpose). */
+ * Reads only the K·n elements of op(B), writes all FN(panel_len)(K, n) of P. Measured (float,
+ * one thread, K·n = 49k-1M): B at 33-36 GB/s, Bᵀ at 22-27 GB/s (18 for 4 MiB, from L3; 13-14
+ * element by element). */
 CELLS_ROW FN(pack_panels)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRICT B,
                           ptrdiff_t ldb, int transB, REAL *CELLS_RESTRICT P) {
     /* A row loop (CELLS_ROW: compiled for AVX-512 and AVX2 too). Compiled for the baseline
@@ -70,14 +70,24 @@ CELLS_ROW FN(pack_panels)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRICT B
             }
         } else {
             /* Transpose blocks of KB k's by the panel's columns: B's rows are read a cache line
-             * (64 bytes) at a time, and the KB panel rows written (KB·256 bytes) stay in L1. */
-            enum { KB = 64 / sizeof(REAL) };
+             * (64 bytes) at a time, and the KB panel rows written (KB·256 bytes) stay in L1.
+             * Within them, blocks of V by V (32 bytes by 32) are transposed in vectors
+             * (panel.h, CELLS_PANEL_TRANSPOSE), and what they leave element by element. */
+            enum { KB = 64 / sizeof(REAL), V = 32 / sizeof(REAL) };
             for (ptrdiff_t k0 = 0; k0 < K; k0 += KB) {
                 const ptrdiff_t kb = K - k0 < KB ? K - k0 : KB;
                 REAL *p = Pp + k0 * NR;
+#if CELLS_PANEL_TRANSPOSE
+                const ptrdiff_t kv = kb / V * V, jv = w / V * V;
+                for (ptrdiff_t j = 0; j < jv; j += V)
+                    for (ptrdiff_t k = 0; k < kv; k += V)
+                        FN(panel_transpose)(B + (j0 + j) * ldb + k0 + k, ldb, p + k * NR + j, NR);
+#else
+                const ptrdiff_t kv = 0, jv = 0;
+#endif
                 for (ptrdiff_t j = 0; j < w; ++j) {
                     const REAL *b = B + (j0 + j) * ldb + k0;
-                    for (ptrdiff_t k = 0; k < kb; ++k)
+                    for (ptrdiff_t k = j < jv ? kv : 0; k < kb; ++k)
                         p[k * NR + j] = b[k];
                 }
                 for (ptrdiff_t k = 0; k < kb; ++k)
