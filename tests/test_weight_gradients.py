@@ -2,8 +2,8 @@
 weight is one product over every step, on cells' gemm_tn (include/cells/panel.h) where it holds
 at most TN_C_BYTES, on BLAS above. The other tests' weights are small enough for gemm_tn alone;
 here nIn is large enough that dL/dWx goes to BLAS while dL/dWh stays on gemm_tn, in one call:
-the LSTM (weights as they are, [nIn, G]) and the LLTM (PyTorch's layout, W [G, nOut + nIn],
-read transposed), on 1 and 2 threads, forward and reverse with seq_len, in float64 against the
+the LSTM (weights [nIn, G] C-ordered, or F-ordered: PyTorch's layout, read transposed) and the
+LLTM (PyTorch's layout, W [G, nOut + nIn], read transposed), on 1 and 2 threads, forward and reverse with seq_len, in float64 against the
 references; and which calls hold BLAS at one thread (the backward passes that may call it)."""
 import contextlib
 
@@ -28,12 +28,14 @@ def _n_in_past_gemm_tn(gates, n_threads):
     return _time_loop.TN_C_BYTES // (8 * cols) + 1
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_lstm_weight_gradients_on_both_sides_of_gemm_tn(n_threads, forward):
+def test_lstm_weight_gradients_on_both_sides_of_gemm_tn(n_threads, forward, order):
     nIn = _n_in_past_gemm_tn(4, n_threads)
     p = make_lstm_problem(np.random.default_rng(41), sL, bS, nIn, nOut, scale=0.05)
-    weights = (p["x"], p["Wx"], p["Wr"], p["b"], p["hI"], p["cI"])
+    Wx, Wr = (np.asarray(p[name], order=order) for name in ("Wx", "Wr"))
+    weights = (p["x"], Wx, Wr, p["b"], p["hI"], p["cI"])
     kwargs = dict(Wp=p["Wp"], seq_len=SEQ_LEN, forward=forward, n_threads=n_threads)
     *_, ws = cells.lstmLayerTimeLoop(*weights, return_workspace=True, **kwargs)
     grads = cells.lstmLayerTimeLoopBp(*weights, p["dLdh"], dLdhL=p["dLdhL"], dLdcL=p["dLdcL"],
@@ -42,6 +44,7 @@ def test_lstm_weight_gradients_on_both_sides_of_gemm_tn(n_threads, forward):
                                   SEQ_LEN, forward=forward)
     for name, g, r in zip(("dLdx", "dLdWx", "dLdWr", "dLdb"), grads, ref):
         assert_close(g, r, F64_TOL, name, np.float64)
+    assert grads.dLdWx.flags[f"{order}_CONTIGUOUS"] and grads.dLdWr.flags[f"{order}_CONTIGUOUS"]
 
 
 @pytest.mark.parametrize("forward", [True, False], ids=["forward", "reverse"])
