@@ -250,6 +250,31 @@ CELLS_PANEL_INLINE int FN(panel_ku)(int isa, int m, int nv) {
     return ku < 1 ? 1 : ku > CELLS_PANEL_KU_MAX ? CELLS_PANEL_KU_MAX : ku;
 }
 
+/* A tile's accumulators: ku sets (over alternate k's, or vectors of K) of up to
+ * CELLS_PANEL_MR_MAX rows by CELLS_PANEL_NV vectors. A tile zeroes m rows by nv vectors of each
+ * set before its products, and adds every set into set 0 after them. */
+typedef FN(panel_vec) FN(panel_acc)[CELLS_PANEL_MR_MAX][CELLS_PANEL_NV];
+CELLS_PANEL_INLINE void FN(panel_acc_zero)(const int isa, const int ku, const int m,
+                                           const int nv, FN(panel_acc) *acc) {
+    CELLS_PANEL_UNROLL
+    for (int u = 0; u < ku; ++u)
+        CELLS_PANEL_UNROLL
+        for (int r = 0; r < m; ++r)
+            CELLS_PANEL_UNROLL
+            for (int v = 0; v < nv; ++v)
+                FN(panel_zero)(isa, &acc[u][r][v]);
+}
+CELLS_PANEL_INLINE void FN(panel_acc_fold)(const int isa, const int ku, const int m,
+                                           const int nv, FN(panel_acc) *acc) {
+    CELLS_PANEL_UNROLL
+    for (int u = 1; u < ku; ++u)
+        CELLS_PANEL_UNROLL
+        for (int r = 0; r < m; ++r)
+            CELLS_PANEL_UNROLL
+            for (int v = 0; v < nv; ++v)
+                FN(panel_add)(isa, &acc[0][r][v], &acc[u][r][v]);
+}
+
 /* The micro-kernel: C[m, w] = A[m, K]·Pv[K, 0..w), plus C with flag CELLS_PANEL_ADD, for isa,
  * m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV, ku <= CELLS_PANEL_KU_MAX and in_place
  * constants once inlined.
@@ -279,14 +304,8 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
     const ptrdiff_t pk = in_place ? ldp : NR; /* from one row of Pv to the next */
     const ptrdiff_t ak = tn ? lda : 1;        /* from A's element (r, k) to (r, k + 1) */
     const ptrdiff_t ar = tn ? 1 : lda;        /* ... to (r + 1, k) */
-    FN(panel_vec) acc[CELLS_PANEL_KU_MAX][CELLS_PANEL_MR_MAX][CELLS_PANEL_NV];
-    CELLS_PANEL_UNROLL
-    for (int u = 0; u < ku; ++u)
-        CELLS_PANEL_UNROLL
-        for (int r = 0; r < m; ++r)
-            CELLS_PANEL_UNROLL
-            for (int v = 0; v < nv; ++v)
-                FN(panel_zero)(isa, &acc[u][r][v]);
+    FN(panel_acc) acc[CELLS_PANEL_KU_MAX];
+    FN(panel_acc_zero)(isa, ku, m, nv, acc);
 
     ptrdiff_t k = 0;
     for (; k + ku <= K; k += ku) {
@@ -329,13 +348,7 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
                 FN(panel_fma)(isa, &acc[0][r][v], a, &b[v]);
         }
     }
-    CELLS_PANEL_UNROLL
-    for (int u = 1; u < ku; ++u)
-        CELLS_PANEL_UNROLL
-        for (int r = 0; r < m; ++r)
-            CELLS_PANEL_UNROLL
-            for (int v = 0; v < nv; ++v)
-                FN(panel_add)(isa, &acc[0][r][v], &acc[u][r][v]);
+    FN(panel_acc_fold)(isa, ku, m, nv, acc);
 
     if (w == nv * VL) {
         if (flags & CELLS_PANEL_BIAS)
@@ -420,14 +433,8 @@ CELLS_PANEL_INLINE void FN(panel_dot_tile)(const int isa, const int m, const int
                                            REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     enum { VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
     const ptrdiff_t Kv = K - K % VL; /* the vectors of K end here */
-    FN(panel_vec) acc[CELLS_PANEL_KU_MAX][CELLS_PANEL_MR_MAX][CELLS_PANEL_NV];
-    CELLS_PANEL_UNROLL
-    for (int u = 0; u < ku; ++u)
-        CELLS_PANEL_UNROLL
-        for (int r = 0; r < m; ++r)
-            CELLS_PANEL_UNROLL
-            for (int c = 0; c < q; ++c)
-                FN(panel_zero)(isa, &acc[u][r][c]);
+    FN(panel_acc) acc[CELLS_PANEL_KU_MAX];
+    FN(panel_acc_zero)(isa, ku, m, q, acc);
 
     ptrdiff_t k = 0;
     for (; k + ku * VL <= Kv; k += ku * VL)
@@ -436,13 +443,7 @@ CELLS_PANEL_INLINE void FN(panel_dot_tile)(const int isa, const int m, const int
             FN(panel_dot_vector)(isa, m, q, A + k + u * VL, lda, B + k + u * VL, ldb, acc[u]);
     for (; k < Kv; k += VL) /* the last Kv / VL % ku vectors */
         FN(panel_dot_vector)(isa, m, q, A + k, lda, B + k, ldb, acc[0]);
-    CELLS_PANEL_UNROLL
-    for (int u = 1; u < ku; ++u)
-        CELLS_PANEL_UNROLL
-        for (int r = 0; r < m; ++r)
-            CELLS_PANEL_UNROLL
-            for (int c = 0; c < q; ++c)
-                FN(panel_add)(isa, &acc[0][r][c], &acc[u][r][c]);
+    FN(panel_acc_fold)(isa, ku, m, q, acc);
 
     CELLS_PANEL_UNROLL
     for (int r = 0; r < m; ++r)
