@@ -12,6 +12,10 @@
     rnnCell, rnnCellBp                  the vanilla RNN (PyTorch nn.RNN, ONNX RNN): tanh or relu
     rnnTimeLoop, rnnTimeLoopBp
 
+    cells.gru.prepare, cells.lstm.prepare,  a PreparedNet: weights packed once for serving,
+    cells.rnn.prepare, cells.lltm.prepare   called a step or a chunk at a time with the state
+                                            carried (GruState, LstmState, ...)
+
 The time loops take seq_len (variable lengths) and forward=False (reverse direction). See
 cells.gru, cells.lstm, cells.lltm and cells.rnn for the math, the shapes and the threading contract.
 Several outputs come as a NamedTuple (GruGrads, LstmCellResult, ...): a tuple in the order the
@@ -21,6 +25,14 @@ docstrings give, whose fields carry those names.
     cells.onnx                          ONNX's GRU, LSTM and RNN operators, and their gradients
 """
 from cells import convert, onnx
+from cells._prepared import (
+    GruState,
+    LltmState,
+    LstmState,
+    NetResult,
+    PreparedNet,
+    RnnState,
+)
 from cells.gru import (
     GruBlockCellResult,
     GruBlockGrads,
@@ -73,6 +85,12 @@ from cells.rnn import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "PreparedNet",
+    "NetResult",
+    "GruState",
+    "LstmState",
+    "RnnState",
+    "LltmState",
     "RnnGrads",
     "RnnTimeLoopWithWorkspace",
     "RnnWorkspace",

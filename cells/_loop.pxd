@@ -16,6 +16,14 @@
 from libc.stdint cimport int64_t
 
 from cells._families cimport cells_step_options
+from cells._panels cimport PackedWeights
+
+
+cdef struct Prepared:
+    # A prepared net's weights (cells.PreparedNet): op(Wx), op(Wh) and Wproj, each packed whole
+    # once, gate block by gate block, multiplied in fixed order (gemm_panels_fixed); the
+    # threads of a call take views of whole panels of them (panel_columns).
+    PackedWeights wx, wh, wproj   # wproj.P is NULL without Wproj
 
 
 cdef struct Loop:
@@ -28,6 +36,8 @@ cdef struct Loop:
     int n_threads               # the parts (threads) to run on; each owns a block of the units,
     bint rows_split             # or, where this is set, a block of the batch rows and every
                                 # unit (splits_rows)
+    Py_ssize_t unit_align       # a part's block of the units starts at a multiple of this
+    const Prepared *prepared    # a prepared net's weights, or NULL: the call packs its own
 
     # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
     # weights_transposed, Wᵀ (PyTorch's layout: Wx is [G, ldwx] and Wh [G, ldwh]); leading

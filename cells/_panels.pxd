@@ -16,6 +16,8 @@ cdef extern from "stdlib.h" nogil:
 
 cdef extern from "cells/panel.h" nogil:
     enum: CELLS_PANEL_TN_C_BYTES   # gemm_tn's largest C, in bytes
+    enum: CELLS_PANEL_WIDTH_F      # a panel's columns: floats,
+    enum: CELLS_PANEL_WIDTH_D      # doubles
     size_t cells_panel_len_f(Py_ssize_t K, Py_ssize_t n)
     size_t cells_panel_len_d(Py_ssize_t K, Py_ssize_t n)
     void cells_pack_panels_f(Py_ssize_t K, Py_ssize_t n, const float *B, Py_ssize_t ldb,
@@ -28,6 +30,12 @@ cdef extern from "cells/panel.h" nogil:
     void cells_gemm_panels_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
                              Py_ssize_t lda, const double *P, const double *bias, double beta,
                              double *C, Py_ssize_t ldc)
+    void cells_gemm_panels_fixed_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
+                                   Py_ssize_t lda, const float *P, const float *bias,
+                                   float beta, float *C, Py_ssize_t ldc)
+    void cells_gemm_panels_fixed_d(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const double *A,
+                                   Py_ssize_t lda, const double *P, const double *bias,
+                                   double beta, double *C, Py_ssize_t ldc)
     void cells_gemm_nn_f(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const float *A,
                          Py_ssize_t lda, const float *B, Py_ssize_t ldb, const float *bias,
                          float beta, float *C, Py_ssize_t ldc)
@@ -62,7 +70,9 @@ cdef struct PackedWeights:
     bint transB
     void *P             # the blocks packed one after another, or NULL: read in place (gemm_nn,
                         # or gemm_nt with transB)
-    size_t length       # elements of one packed block (panel.h's panel_len(K, n))
+    size_t length       # elements from one packed block to the next (panel.h's panel_len of
+                        # the packed width: the columns of a view, panel_columns, may be fewer)
+    bint fixed_order    # multiplied in fixed order (gemm_panels_fixed: a prepared net's)
 
 
 cdef inline size_t _panel_len(const real *tag, Py_ssize_t K, Py_ssize_t n) noexcept nogil:
@@ -80,7 +90,7 @@ cdef inline PackedWeights weights_in_place(const real *B, Py_ssize_t step, Py_ss
     cell's; see gemm_nn and gemm_nt in include/cells/panel_impl.h). Nothing to free."""
     cdef PackedWeights w
     w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB = B, step, ldb, K, n, blocks, transB
-    w.P, w.length = NULL, 0
+    w.P, w.length, w.fixed_order = NULL, 0, False
     return w
 
 
@@ -111,7 +121,14 @@ cdef inline void gemm_packed(Py_ssize_t M, const real *A, Py_ssize_t lda, Packed
     """C[M, n] = A[M, K]·op(B_k) (+ bias [n], to every row) + beta·C (beta 0: C is only
     written), block k of w."""
     cdef const real *B = <const real *>w.B + k * w.step
-    if w.P != NULL:
+    if w.P != NULL and w.fixed_order:
+        if real is float:
+            cells_gemm_panels_fixed_f(M, w.n, w.K, A, lda, <const float *>w.P + k * w.length,
+                                      bias, beta, C, ldc)
+        else:
+            cells_gemm_panels_fixed_d(M, w.n, w.K, A, lda, <const double *>w.P + k * w.length,
+                                      bias, beta, C, ldc)
+    elif w.P != NULL:
         if real is float:
             cells_gemm_panels_f(M, w.n, w.K, A, lda, <const float *>w.P + k * w.length, bias,
                                 beta, C, ldc)
@@ -146,6 +163,16 @@ cdef inline void project(Py_ssize_t rows,
         for k in range(w.blocks):
             gemm_packed(m, A + i0 * lda, lda, w, k, OVERWRITE, C + i0 * ldc + k * step, ldc,
                         bias + k * step if bias != NULL else NULL)
+
+
+cdef inline PackedWeights panel_columns(const real *tag, PackedWeights w, Py_ssize_t j0,
+                                        Py_ssize_t n) noexcept nogil:
+    """The columns [j0, j0 + n) of every block of w, packed (j0 a multiple of the panel width,
+    panel.h's panel_width: whole panels): a view of w's copy, which threads share (`tag` picks
+    the dtype). Nothing to free."""
+    w.P = <real *>w.P + j0 * w.K
+    w.n = n
+    return w
 
 
 cdef inline void free_packed(PackedWeights *w) noexcept nogil:

@@ -31,10 +31,11 @@ cdef struct Units:
     Py_ssize_t j0, j1   # a part's units: [j0, j1)
 
 
-cdef inline Units part_units(cells_part me, Py_ssize_t nOut) noexcept nogil:
+cdef inline Units part_units(cells_part me, Py_ssize_t nOut, Py_ssize_t align) noexcept nogil:
     """The block of the nOut hidden units that part `me` owns: nearly equal blocks starting at
-    multiples of 8, so that every part's rows stay vector-aligned."""
+    multiples of `align` (8 keeps every part's rows vector-aligned; a prepared net's parts take
+    whole panels of its packed weights)."""
     cdef Units mine
-    mine.j0 = part_start(nOut, me.part, me.nparts, 8)
-    mine.j1 = part_start(nOut, me.part + 1, me.nparts, 8)
+    mine.j0 = part_start(nOut, me.part, me.nparts, align)
+    mine.j1 = part_start(nOut, me.part + 1, me.nparts, align)
     return mine

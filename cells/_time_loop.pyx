@@ -41,13 +41,14 @@ whole rows rather than a block of units: the row split at every size.
 cimport numpy as cnp
 from libc.math cimport INFINITY
 from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, real
 from cells._families cimport (
     CELLS_ACTIVATIONS, CELLS_GRU_LINEAR_BEFORE_RESET, CELLS_GRU_RESET_BEFORE, CELLS_LLTM, CELLS_LSTM, CELLS_RNN,
     backward_step, cells_families, cells_family_info, forward_step,
 )
-from cells._loop cimport Loop
+from cells._loop cimport Loop, Prepared
 from cells._loops cimport (
     add_units, copy_units, prev_state_product, row_len, step_time, sum_rows, weight_grad,
     zero_units,
@@ -57,8 +58,8 @@ from cells._team cimport (
     cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
-    CELLS_PANEL_TN_C_BYTES, PackedWeights, free_packed, gemm_packed, pack_weights, project,
-    weights_in_place,
+    CELLS_PANEL_TN_C_BYTES, CELLS_PANEL_WIDTH_D, CELLS_PANEL_WIDTH_F, PackedWeights, free_packed, gemm_packed, pack_weights,
+    panel_columns, project, weights_in_place,
 )
 
 from typing import NamedTuple
@@ -75,6 +76,11 @@ FAMILIES = {
     "lltm": CELLS_LLTM,
     "rnn": CELLS_RNN,
 }
+
+# A part's block of the units starts at a multiple of UNIT_ALIGN (part_units); a prepared
+# net's at a multiple of the panel width (whole panels of its packed weights).
+cdef enum:
+    UNIT_ALIGN = 8
 
 # The most threads a call can run on (include/cells/team.h).
 MAX_THREADS = CELLS_MAX_THREADS
@@ -116,8 +122,9 @@ cdef inline PackedWeights call_weights(const Loop *L, Py_ssize_t rows, const rea
                                        Py_ssize_t n, Py_ssize_t ldb,
                                        bint transB) noexcept nogil:
     """The weights of one of the call's products (pack_weights' arguments), which multiply
-    `rows` rows at a time (a step's): packed once, or read in place (reads_weights_in_place)."""
-    if reads_weights_in_place(L.sL, rows, K, transB):
+    `rows` rows at a time (a step's): packed once, or read in place (reads_weights_in_place).
+    A net being prepared (L.prepared set) always packs them."""
+    if L.prepared == NULL and reads_weights_in_place(L.sL, rows, K, transB):
         return weights_in_place(B, step, blocks, K, n, ldb, transB)
     return pack_weights(B, step, blocks, K, n, ldb, transB)
 
@@ -173,7 +180,8 @@ cdef inline Share part_share(const Loop *L, cells_part me) noexcept nogil:
         s.r1 = part_start(L.bS, me.part + 1, me.nparts, 1)
         s.j0, s.n, s.s0, s.ns = 0, L.nOut, 0, L.nState
     else:
-        units, states = part_units(me, L.nOut), part_units(me, L.nState)
+        units = part_units(me, L.nOut, L.unit_align)
+        states = part_units(me, L.nState, L.unit_align)
         s.r0, s.r1 = 0, L.bS
         s.j0, s.n = units.j0, units.j1 - units.j0
         s.s0, s.ns = states.j0, states.j1 - states.j0
@@ -255,10 +263,16 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef PackedWeights wx, wh, wproj
     cdef Share mine = part_share(L, me)
     r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
-    wh = gate_column_weights(L, r1 - r0, Wh, L.ldwh, nState, fam.gates, j0, n)
-    if projected:
-        wproj = call_weights(L, r1 - r0, Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
-    wx = gate_column_weights(L, r1 - r0, Wx, L.ldwx, L.nIn, fam.gates, j0, n)
+    if L.prepared != NULL:  # packed whole by prepare(): this thread's panels of them
+        projected = L.prepared.wproj.P != NULL
+        wh = panel_columns(Wh, L.prepared.wh, j0, n)
+        wproj = panel_columns(Wproj, L.prepared.wproj, s0, ns)
+        wx = panel_columns(Wx, L.prepared.wx, j0, n)
+    else:
+        wh = gate_column_weights(L, r1 - r0, Wh, L.ldwh, nState, fam.gates, j0, n)
+        if projected:
+            wproj = call_weights(L, r1 - r0, Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
+        wx = gate_column_weights(L, r1 - r0, Wx, L.ldwx, L.nIn, fam.gates, j0, n)
 
     for t in range(sL):
         if t % L.chunk_steps == 0:
@@ -324,10 +338,11 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                 if projected:
                     zero_units(n, m + slot * nOut + j0)
         meet_over_units(L, me)  # the new state is complete before any thread multiplies it
-    free_packed(&wx)
-    free_packed(&wh)
-    if projected:
-        free_packed(&wproj)
+    if L.prepared == NULL:
+        free_packed(&wx)
+        free_packed(&wh)
+        if projected:
+            free_packed(&wproj)
 
     hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nState)
     ccur = cI if sL == 0 else <const real *>offset(cs, (sL % 2) * bS * nOut)
@@ -517,7 +532,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     # the loop split the work.
     cells_barrier(me)  # the dz (and aux) of every step, and every thread's part_sums, are complete
     if L.rows_split and part_sums != NULL:  # Σ over the threads' sums, this thread's units
-        units = part_units(me, nOut)
+        units = part_units(me, nOut, L.unit_align)
         for k in range(sum_blocks):
             total = offset(dLdb, k * nOut) if k < fam.gates else offset(dP, (k - fam.gates) * nOut)
             if total != NULL:
@@ -529,7 +544,7 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     if projected:
         free_packed(&wprojT)
         # dL/dWproj = Σ mᵀ·dL/dh over every step, this thread's block of the state columns.
-        units = part_units(me, nState)
+        units = part_units(me, nState, L.unit_align)
         weight_grad(False, nOut, units.j1 - units.j0, SB, m, nOut, dh_steps + units.j0,
                     nState, OVERWRITE, dLdWproj + units.j0, nState)
 
@@ -661,6 +676,19 @@ cdef void *data(dtype, str name, a, Py_ssize_t size, bint required=False,
     return cnp.PyArray_DATA(arr)
 
 
+cdef int set_seq_len(Loop *L, seq_len) except -1:
+    """L.seq_len from seq_len: None, or L.bS int64 lengths in [0, L.sL]."""
+    L.seq_len = NULL
+    if seq_len is not None:
+        if (not isinstance(seq_len, np.ndarray) or seq_len.dtype != np.int64
+                or not seq_len.flags.c_contiguous or seq_len.shape != (L.bS,)
+                or (L.bS and not (0 <= seq_len.min() and seq_len.max() <= L.sL))):
+            raise ValueError(f"internal: seq_len must be {L.bS} int64 lengths in [0, {L.sL}]")
+        if L.bS:
+            L.seq_len = <const int64_t *>cnp.PyArray_DATA(<cnp.ndarray>seq_len)
+    return 0
+
+
 cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_t bS,
                                     Py_ssize_t nIn, Py_ssize_t nOut, Py_ssize_t nProj,
                                     seq_len, bint forward, int n_threads, dtype, Wx, Wh, W,
@@ -683,14 +711,8 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
     (L.options.gate_act.code, L.options.gate_act.alpha, L.options.gate_act.beta), \
         (L.options.cell_act.code, L.options.cell_act.alpha, L.options.cell_act.beta), \
         (L.options.out_act.code, L.options.out_act.alpha, L.options.out_act.beta) = lstm_acts
-    L.seq_len = NULL
-    if seq_len is not None:
-        if (not isinstance(seq_len, np.ndarray) or seq_len.dtype != np.int64
-                or not seq_len.flags.c_contiguous or seq_len.shape != (bS,)
-                or (bS and not (0 <= seq_len.min() and seq_len.max() <= sL))):
-            raise ValueError(f"internal: seq_len must be {bS} int64 lengths in [0, {sL}]")
-        if bS:
-            L.seq_len = <const int64_t *>cnp.PyArray_DATA(<cnp.ndarray>seq_len)
+    set_seq_len(L, seq_len)
+    L.unit_align, L.prepared = UNIT_ALIGN, NULL
     L.weights_transposed = W is not None or weights_transposed
     if W is not None:
         # W [G, nOut + nIn] (PyTorch's layout), columns h then x: op(Wh) = W[:, :nOut]ᵀ.
@@ -838,3 +860,152 @@ def family(str name):
     cdef cells_family_info fam = cells_families[<int>FAMILIES[name]]
     return Family(fam.gates, fam.cell_state, fam.h_blocks, fam.aux, fam.aux_kept,
                   fam.aux_grad_block, fam.param_blocks, fam.projects)
+
+
+# ---------------------------------------------------------------------------------------------
+# Prepared nets (cells.PreparedNet): weights packed once, for many inference calls
+# ---------------------------------------------------------------------------------------------
+
+cdef bint pack_prepared(Loop *L, real zero) noexcept nogil:
+    """Pack L's weights whole into L.prepared (op(Wx) and op(Wh) gate block by gate block, and
+    Wproj), for the fixed-order products; False where memory ran out."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Prepared *w = <Prepared *>L.prepared
+    w.wx = gate_column_weights(L, 0, <const real *>L.Wx, L.ldwx, L.nIn, fam.gates, 0, L.nOut)
+    w.wh = gate_column_weights(L, 0, <const real *>L.Wh, L.ldwh, L.nState, fam.gates, 0,
+                               L.nOut)
+    w.wproj = weights_in_place(<const real *>NULL, 0, 0, 0, 0, 0, AS_IS)
+    if L.Wproj != NULL:
+        w.wproj = call_weights(L, 0, <const real *>L.Wproj, 0, 1, L.nOut, L.nState, L.nState,
+                               AS_IS)
+    # Only the packed copies are read from here on: the caller's arrays may change.
+    w.wx.B = w.wh.B = w.wproj.B = NULL
+    w.wx.fixed_order = w.wh.fixed_order = w.wproj.fixed_order = True
+    return (w.wx.P != NULL and w.wh.P != NULL
+            and (L.Wproj == NULL or w.wproj.P != NULL))
+
+
+cdef Py_ssize_t aligned_elements(Py_ssize_t n, Py_ssize_t itemsize) noexcept nogil:
+    """n elements rounded up to a whole number of 64-byte lines."""
+    return (n * itemsize + 63) // 64 * 64 // itemsize
+
+
+cdef class PreparedWeights:
+    """A prepared net's part in the time loop: its weights packed whole (Prepared), its own
+    copies of the loop's b and P, and the family, sizes and options of the loop (a Loop with
+    no call's arrays). run() is one inference call of the forward loop on them; any number of
+    threads may run it at once (each call has its own scratch)."""
+
+    cdef Loop problem
+    cdef Prepared packed
+    cdef readonly object dtype, b, P
+    cdef readonly Py_ssize_t nIn, nOut, nState, G
+    cdef readonly size_t nbytes  # of the packed weights, b and P
+
+    def __dealloc__(self):
+        free_packed(&self.packed.wx)
+        free_packed(&self.packed.wh)
+        free_packed(&self.packed.wproj)
+
+    def run(self, Py_ssize_t sL, Py_ssize_t bS, x, hI, cI, h, hL, cL, seq_len,
+            int n_threads):
+        """The forward loop over x [sL, bS, nIn] from hI [bS, nState] (and cI [bS, nOut]):
+        every step's output into h [sL, bS, nState], the final states into hL and cL, each a
+        C-contiguous array of the net's dtype (cI, cL None without a cell state); seq_len
+        None or int64 [bS] in [0, sL]."""
+        cdef Loop L = self.problem
+        cdef cells_family_info fam = cells_families[L.family]
+        cdef Py_ssize_t G = L.G, S = bS * L.nOut, H = bS * L.nState
+        cdef Py_ssize_t itemsize = self.dtype.itemsize
+        cdef Py_ssize_t gx_len, gh_len, hs_len, cs_len, aux_len, ms_len
+        cdef char *scratch
+        L.sL, L.bS, L.n_threads = sL, bS, n_threads
+        set_seq_len(&L, seq_len)
+        L.x = data(self.dtype, "x", x, sL * bS * L.nIn, True)
+        L.hI = data(self.dtype, "hI", hI, H, True)
+        L.cI = data(self.dtype, "cI", cI, S, fam.cell_state)
+        L.h = data(self.dtype, "h", h, sL * H, True, True)
+        L.hL = data(self.dtype, "hL", hL, H, True, True)
+        L.cL = data(self.dtype, "cL", cL, S, fam.cell_state, True)
+        L.chunk_steps = L.gx_steps = projection_chunk_steps(sL, bS, G, itemsize, False)
+        L.rows_split = splits_rows(n_threads, bS, L.nOut, L.nState, fam.gates,
+                                   self.packed.wproj.P != NULL, itemsize)
+        # The call's scratch, in one block: gx, gh, hs, cs, gates, aux, ms (cells/_loop.pxd).
+        gx_len = aligned_elements(L.gx_steps * bS * G, itemsize)
+        gh_len = aligned_elements(bS * G, itemsize)
+        hs_len = aligned_elements(2 * H, itemsize)
+        cs_len = aligned_elements(2 * S, itemsize)
+        aux_len = aligned_elements(S, itemsize)
+        ms_len = aux_len
+        scratch = <char *>malloc((gx_len + 2 * gh_len + hs_len + cs_len + aux_len + ms_len)
+                                 * itemsize + 64)
+        if scratch == NULL:
+            raise MemoryError("the scratch of a prepared net's call")
+        L.gx = scratch + (64 - <size_t>scratch % 64) % 64
+        L.gh = <char *>L.gx + gx_len * itemsize
+        L.gates = <char *>L.gh + gh_len * itemsize
+        L.hs = <char *>L.gates + gh_len * itemsize
+        L.cs = <char *>L.hs + hs_len * itemsize
+        L.aux = <char *>L.cs + cs_len * itemsize
+        L.ms = <char *>L.aux + aux_len * itemsize
+        L.c = L.m = NULL
+        cdef bint single = self.dtype == np.float32
+        with nogil:
+            cells_run_parts(L.n_threads, forward_float if single else forward_double, &L)
+        free(scratch)
+
+    def weights(self):
+        """(Wx, Wh, Wproj): op(Wx) [nIn, G], op(Wh) [nState, G] and Wproj [nOut, nState]
+        (None without one) unpacked from the panels: the weights the net multiplies, as new
+        C-ordered arrays."""
+        return (_unpack(self, &self.packed.wx), _unpack(self, &self.packed.wh),
+                None if self.packed.wproj.P == NULL else _unpack(self, &self.packed.wproj))
+
+
+cdef _unpack(PreparedWeights net, const PackedWeights *w):
+    """The matrix [K, blocks·n] whose block k is op(B_k) [K, n], from w's panels."""
+    cdef Py_ssize_t width = CELLS_PANEL_WIDTH_F if net.dtype == np.float32 else CELLS_PANEL_WIDTH_D
+    cdef Py_ssize_t panels = (w.n + width - 1) // width
+    cdef Py_ssize_t itemsize = net.dtype.itemsize
+    if w.blocks * w.K * w.n == 0:
+        return np.zeros((w.K, w.blocks * w.n), net.dtype)
+    buf = np.frombuffer((<char *>w.P)[:w.blocks * w.length * itemsize], net.dtype)
+    # panel p of block k holds columns [p·width, (p+1)·width) of op(B_k), k-major
+    blocks = buf.reshape(w.blocks, panels, w.K, width).transpose(2, 0, 1, 3)
+    return np.ascontiguousarray(blocks.reshape(w.K, w.blocks, panels * width)[:, :, :w.n]
+                                .reshape(w.K, w.blocks * w.n))
+
+
+def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=None, W=None,
+            bint weights_transposed=False, b=None, P=None, Wproj=None, Py_ssize_t nProj=0,
+            double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
+    """The PreparedWeights of `family` (a key of FAMILIES) for the weights and options that
+    forward() takes (checked as it checks them): packed once, with copies of b and P, so that
+    later changes to the caller's arrays do not reach the net."""
+    cdef PreparedWeights net = PreparedWeights.__new__(PreparedWeights)
+    cdef Loop *L = &net.problem
+    dtype = np.dtype(dtype)
+    cdef cells_family_info fam = set_problem(L, family, 0, 0, nIn, nOut, nProj, None, True, 1,
+                                             dtype, Wx, Wh, W, weights_transposed, P, Wproj,
+                                             clip, activation, lstm_acts)
+    net.dtype, net.nIn, net.nOut, net.nState, net.G = dtype, nIn, nOut, L.nState, L.G
+    net.b = None if b is None else np.array(b, dtype, order="C")
+    net.P = None if P is None else np.array(P, dtype, order="C")
+    L.b = data(dtype, "b", net.b, L.G)
+    L.P = data(dtype, "P", net.P, fam.param_blocks * nOut)
+    L.unit_align = CELLS_PANEL_WIDTH_F if dtype == np.float32 else CELLS_PANEL_WIDTH_D
+    L.prepared = &net.packed
+    cdef bint packed
+    cdef bint single = dtype == np.float32
+    with nogil:
+        packed = pack_prepared(L, <float>0) if single else pack_prepared(L, <double>0)
+    # Only the packed copies and the net's own b and P are read from here on.
+    L.Wx = L.Wh = L.Wproj = NULL
+    if not packed:
+        raise MemoryError(f"packing the weights of a {family} net (nIn={nIn}, nOut={nOut})")
+    net.nbytes = ((net.packed.wx.blocks * net.packed.wx.length
+                   + net.packed.wh.blocks * net.packed.wh.length
+                   + (net.packed.wproj.blocks * net.packed.wproj.length
+                      if net.packed.wproj.P != NULL else 0)) * dtype.itemsize
+                  + (0 if net.b is None else net.b.nbytes) + (0 if net.P is None else net.P.nbytes))
+    return net

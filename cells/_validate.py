@@ -172,3 +172,13 @@ def consume_workspace(*buffers):
     for a in buffers:
         if a is not None:
             a.flags.writeable = False
+
+
+def numpy_weights(**arrays):
+    """prepare's first check: every array is a float32 or float64 NumPy array, all of one
+    dtype (prepared nets run on the CPU; a CuPy array is a TypeError)."""
+    for name, a in arrays.items():
+        if _backend.on_gpu(a):
+            raise TypeError(f"{name}: expected a numpy.ndarray (prepared nets run on the CPU), "
+                            f"got {_backend.type_name(a)}")
+    real_arrays(optional=tuple(arrays), **arrays)

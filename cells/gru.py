@@ -21,6 +21,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from cells import _validate as check
+from cells._params import gru_family, split_gru_bias
+from cells._prepared import GruState, PreparedNet, prepare_net, threads_option, weights_option
 from cells._threads import resolve_n_threads
 from cells.convert import gru_from_block
 
@@ -232,6 +234,64 @@ def gruBlockCellBp(x, hLast, Wru, Wc, bru, bc, dLdr, dLdu, dLdc, dLdh, *, n_thre
     dLdWc = np.concatenate([dLdWx[:, 2 * nOut:], dLdWh[:, 2 * nOut:]])
     return GruBlockGrads(dLdx[0], dLdhLast, dLdWru, dLdWc, dLdb[:2 * nOut].copy(),
                          dLdb[2 * nOut:].copy())
+
+
+def prepare(Wx, Wh, b, *, linear_before_reset=False, n_threads=None,
+            weights=None) -> PreparedNet:
+    """Prepare a GRU's weights for many inference calls (serving): validated and packed once.
+
+    Parameters
+    ----------
+    Wx : numpy.ndarray, [nIn, 3nOut]
+    Wh : numpy.ndarray, [nOut, 3nOut]
+        As gruTimeLoop takes them (float32 or float64, one dtype; both F-ordered, as a torch
+        module's ``weight_ih.T`` and ``weight_hh.T``, is read without a transposing copy).
+    b : numpy.ndarray, [3nOut] or [2, 3nOut]
+        bx, or the rows bx and bh.
+    linear_before_reset : bool
+        As gruTimeLoop.
+    n_threads : int or None
+        The threads of every call (a call's own n_threads overrides it); None: as many as a
+        call's size gains from.
+    weights : None
+        The form the weights are kept in: None keeps their dtype.
+
+    Returns
+    -------
+    PreparedNet
+        ``h, state = net(x, state)`` with state a GruState (h [bS, nOut]); it owns a packed
+        copy of the weights (``net.nbytes``).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32/float64 NumPy array, or of another dtype than Wx.
+    ValueError
+        Shapes that do not fit together, or nIn or nOut of 0.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> Wx, Wh = rng.normal(size=(4, 6)), rng.normal(size=(2, 6))
+    >>> net = cells.gru.prepare(Wx, Wh, np.zeros(6))
+    >>> h, state = net(rng.normal(size=(1, 4)))          # one step, bS = 1
+    >>> h, state = net(rng.normal(size=(1, 4)), state)   # the next, from the state
+    >>> h.shape, state.h.shape
+    ((1, 2), (1, 2))
+    """
+    lbr = check.flag("linear_before_reset", linear_before_reset)
+    options = {"linear_before_reset": lbr, "n_threads": threads_option(n_threads),
+               "weights": weights_option(weights)}
+    check.numpy_weights(Wx=Wx, Wh=Wh, b=b)
+    check.ndim("Wx", Wx, 2, "[nIn, 3*nOut]")
+    check.ndim("Wh", Wh, 2, "[nOut, 3*nOut]")
+    _, (_, _, nIn, nOut) = check.gated_weights(np.empty((0, 0, Wx.shape[0]), Wx.dtype),
+                                               np.empty((0, Wh.shape[0]), Wx.dtype), Wx, Wh, b,
+                                               3, x_ndim=3)
+    bx, bhc = split_gru_bias(np, b, nOut, lbr)
+    return prepare_net("gru", GruState, options, gru_family(lbr), nIn, nOut, Wx.dtype, Wx=Wx,
+                       Wh=Wh, b=bx, P=bhc)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from cells import _validate as check
+from cells._prepared import LltmState, PreparedNet, prepare_net, threads_option, weights_option
 from cells._threads import resolve_n_threads
 
 
@@ -235,6 +236,55 @@ _CELL_NAMES = (("input", "[B, nIn]"), ("weights", "[3S, S+nIn]"), ("bias", "[3S]
                ("old_h", "[B, S]"), ("old_cell", "[B, S]"))
 _SEQ_NAMES = (("x", "[sL, bS, nIn]"), ("W", "[3S, S+nIn]"), ("b", "[3S]"), ("hI", "[bS, S]"),
               ("cI", "[bS, S]"))
+
+
+def prepare(W, b, *, n_threads=None, weights=None) -> PreparedNet:
+    """Prepare an LLTM's weights for many inference calls (serving): validated and packed once.
+
+    Parameters
+    ----------
+    W : numpy.ndarray, [3S, S+nIn]
+        PyTorch's Linear layout on X = [h, x], as lltmTimeLoop; float32 or float64.
+    b : numpy.ndarray, [3S]
+        Of W's dtype.
+    n_threads : int or None
+        The threads of every call (a call's own n_threads overrides it); None: as many as a
+        call's size gains from.
+    weights : None
+        The form the weights are kept in: None keeps their dtype.
+
+    Returns
+    -------
+    PreparedNet
+        ``h, state = net(x, state)`` with state an LltmState (h and c [bS, S]).
+
+    Raises
+    ------
+    TypeError
+        W or b not a float32/float64 NumPy array, or of different dtypes.
+    ValueError
+        Shapes that do not fit together, nIn or S of 0.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> net = cells.lltm.prepare(rng.normal(size=(6, 5)), np.zeros(6))   # S = 2, nIn = 3
+    >>> h, state = net(rng.normal(size=(1, 3)))
+    >>> h.shape, state.c.shape
+    ((1, 2), (1, 2))
+    """
+    options = {"n_threads": threads_option(n_threads), "weights": weights_option(weights)}
+    check.numpy_weights(W=W, b=b)
+    check.ndim("W", W, 2, "[3S, S+nIn]")
+    S, nIn = W.shape[0] // 3, W.shape[1] - W.shape[0] // 3
+    if W.shape[0] % 3 or nIn < 0:
+        raise ValueError(f"W: expected shape [3S, S+nIn], got {W.shape}")
+    names = (("x", "[sL, bS, nIn]"), ("W", "[3S, S+nIn]"), ("b", "[3S]"), ("hI", "[bS, S]"),
+             ("cI", "[bS, S]"))
+    _check_lltm(names, 3, np.empty((0, 0, nIn), W.dtype), W, b, np.empty((0, S), W.dtype),
+                np.empty((0, S), W.dtype))
+    return prepare_net("lltm", LltmState, options, "lltm", nIn, S, W.dtype, W=W, b=b)
 
 
 def _check_lltm(names, x_ndim, x, W, b, hI, cI, **grads):

@@ -48,6 +48,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from cells import _validate as check
+from cells._params import kernel_clip
+from cells._prepared import LstmState, PreparedNet, prepare_net, threads_option, weights_option
 from cells._threads import resolve_n_threads
 from cells._time_loop import LSTM_ACTIVATIONS
 
@@ -267,6 +269,73 @@ def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, W
     if Wproj is None:
         return LstmGrads(*grads)
     return LstmGradsWithProjection(*grads, dLdWproj)
+
+
+def prepare(Wx, Wr, b, *, Wp=None, Wproj=None, cell_clip=0.0, gate_act=2, gate_alpha=0.0,
+            gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0, out_act=0, out_alpha=0.0,
+            out_beta=0.0, n_threads=None, weights=None) -> PreparedNet:
+    """Prepare an LSTM's weights for many inference calls (serving): validated and packed
+    once.
+
+    Parameters
+    ----------
+    Wx : numpy.ndarray, [nIn, 4nOut]
+    Wr : numpy.ndarray, [nOut, 4nOut] ([nProj, 4nOut] with Wproj)
+        As lstmLayerTimeLoop takes them, gates (i, f, g, o); float32 or float64, one dtype
+        (both F-ordered, PyTorch's layout transposed, is read without a transposing copy).
+    b : numpy.ndarray, [4nOut], or None
+    Wp : numpy.ndarray, [3nOut], or None
+        Peepholes (i, f, o).
+    Wproj : numpy.ndarray, [nOut, nProj], or None
+        The output's projection (PyTorch's proj_size): the state h is then [bS, nProj].
+    cell_clip, gate_act, ..., out_beta
+        As lstmLayerTimeLoop (the module docstring lists the activation codes).
+    n_threads : int or None
+        The threads of every call (a call's own n_threads overrides it); None: as many as a
+        call's size gains from.
+    weights : None
+        The form the weights are kept in: None keeps their dtype.
+
+    Returns
+    -------
+    PreparedNet
+        ``h, state = net(x, state)`` with state an LstmState (h [bS, nState], c [bS, nOut]).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32/float64 NumPy array (or None where allowed), of
+        another dtype than Wx, or an option of the wrong kind.
+    ValueError
+        Shapes that do not fit together, nIn, nOut or nProj of 0, an option out of range.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> Wx, Wr = rng.normal(size=(3, 8)), rng.normal(size=(2, 8))
+    >>> net = cells.lstm.prepare(Wx, Wr, np.zeros(8))
+    >>> h, state = net(rng.normal(size=(4, 1, 3)))       # a chunk of 4 steps, bS = 1
+    >>> h, state = net(rng.normal(size=(1, 3)), state)   # then one step
+    >>> h.shape, state.c.shape
+    ((1, 2), (1, 2))
+    """
+    clip = _cell_clip(cell_clip)
+    acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
+                        out_act, out_alpha, out_beta)
+    options = {"cell_clip": clip, "gate_act": acts[0][0], "gate_alpha": acts[0][1],
+               "gate_beta": acts[0][2], "cell_act": acts[1][0], "cell_alpha": acts[1][1],
+               "cell_beta": acts[1][2], "out_act": acts[2][0], "out_alpha": acts[2][1],
+               "out_beta": acts[2][2], "n_threads": threads_option(n_threads),
+               "weights": weights_option(weights)}
+    check.numpy_weights(Wx=Wx, Wr=Wr, **{name: a for name, a in
+                                         (("b", b), ("Wp", Wp), ("Wproj", Wproj))
+                                         if a is not None})
+    check.ndim("Wx", Wx, 2, "[nIn, 4*nOut]")
+    _, (_, _, nIn, nOut) = _check_lstm(np.empty((0, 0, Wx.shape[0]), Wx.dtype), Wx, Wr, b, None,
+                                       None, Wp, Wproj, x_ndim=3)
+    return prepare_net("lstm", LstmState, options, "lstm", nIn, nOut, Wx.dtype, Wx=Wx, Wh=Wr,
+                       b=b, P=Wp, Wproj=Wproj, clip=kernel_clip(clip), lstm_acts=acts)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from cells import _validate as check
+from cells._params import RNN_ACTIVATIONS, rnn_bias
+from cells._prepared import PreparedNet, RnnState, prepare_net, threads_option, weights_option
 from cells._threads import resolve_n_threads
 
 ACTIVATIONS = ("tanh", "relu")
@@ -153,6 +155,58 @@ def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, acti
 # ---------------------------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------------------------
+
+def prepare(Wx, Wh, b, *, activation="tanh", n_threads=None, weights=None) -> PreparedNet:
+    """Prepare an RNN's weights for many inference calls (serving): validated and packed once.
+
+    Parameters
+    ----------
+    Wx : numpy.ndarray, [nIn, nOut]
+    Wh : numpy.ndarray, [nOut, nOut]
+        As rnnTimeLoop takes them (float32 or float64, one dtype; both F-ordered, PyTorch's
+        layout transposed, is read without a transposing copy).
+    b : numpy.ndarray, [nOut] or [2, nOut]
+        bx, or the rows bx and bh.
+    activation : {"tanh", "relu"}
+    n_threads : int or None
+        The threads of every call (a call's own n_threads overrides it); None: as many as a
+        call's size gains from.
+    weights : None
+        The form the weights are kept in: None keeps their dtype.
+
+    Returns
+    -------
+    PreparedNet
+        ``h, state = net(x, state)`` with state an RnnState (h [bS, nOut]).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32/float64 NumPy array, or of another dtype than Wx.
+    ValueError
+        Shapes that do not fit together, nIn or nOut of 0, an unknown activation.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> net = cells.rnn.prepare(rng.normal(size=(3, 2)), rng.normal(size=(2, 2)), np.zeros(2))
+    >>> h, state = net(rng.normal(size=(5, 1, 3)))      # a chunk of 5 steps
+    >>> h.shape, state.h.shape
+    ((5, 1, 2), (1, 2))
+    """
+    act = _activation(activation)
+    options = {"activation": act, "n_threads": threads_option(n_threads),
+               "weights": weights_option(weights)}
+    check.numpy_weights(Wx=Wx, Wh=Wh, b=b)
+    check.ndim("Wx", Wx, 2, "[nIn, nOut]")
+    check.ndim("Wh", Wh, 2, "[nOut, nOut]")
+    _, (_, _, nIn, nOut) = check.gated_weights(np.empty((0, 0, Wx.shape[0]), Wx.dtype),
+                                               np.empty((0, Wh.shape[0]), Wx.dtype), Wx, Wh, b,
+                                               1, x_ndim=3)
+    return prepare_net("rnn", RnnState, options, "rnn", nIn, nOut, Wx.dtype, Wx=Wx, Wh=Wh,
+                       b=rnn_bias(b), activation=RNN_ACTIVATIONS[act])
+
 
 def _activation(activation):
     if not isinstance(activation, str) or activation not in ACTIVATIONS:

@@ -53,6 +53,9 @@
 #define CELLS_PANEL_TN 4
 #define CELLS_PANEL_BIAS 8
 #define CELLS_PANEL_IN_PLACE 16
+/* CELLS_PANEL_FIXED_ORDER: every element of C is summed over K in one order, whatever the
+ * tile it falls in (a prepared net's products; see gemm_panels_fixed). */
+#define CELLS_PANEL_FIXED_ORDER 32
 #define CELLS_PANEL_PREFETCH_ROWS 16
 #define CELLS_PANEL_PREFETCH_BYTES (256 * 1024)
 

@@ -232,6 +232,14 @@ CELLS_PANEL_INLINE REAL FN(panel_sum)(const int isa, const FN(panel_vec) *v) {
 CELLS_PANEL_INLINE int FN(panel_mr)(int isa) { return isa == 4 ? 6 : isa == 3 ? 6 : 2; }
 CELLS_PANEL_INLINE int FN(panel_nvt)(int isa) { return isa == 4 ? CELLS_PANEL_NV : 1; }
 
+/* The blocking of the fixed-order products (CELLS_PANEL_FIXED_ORDER): ku = 2 sets in every
+ * tile, whatever its rows, so that an element's sum over K runs in one order (the k's of each
+ * parity, then the two sums added) in a tile of any height; hence tiles of at most 3 rows,
+ * whose 3 × 4 × 2 zmm accumulators (isa 4) or 3 × 2 × 2 ymm (isa 3) fit the registers beside
+ * the panel row. The baseline has no FMA and keeps one set. */
+CELLS_PANEL_INLINE int FN(panel_fixed_ku)(int isa) { return isa == 0 ? 1 : 2; }
+CELLS_PANEL_INLINE int FN(panel_fixed_mr)(int isa) { return isa == 0 ? 2 : 3; }
+
 /* The dot-product tiles of gemm_nt: m <= dot_mr rows of A by q <= dot_qr rows of B, m·q vector
  * accumulators (times ku), with a vector of each of the m + q rows:
  *   isa 4: 4 × 4 (16 + 8 zmm);  isa 3: 2 × 2 (8 + 8 ymm);  isa 0: 1 × 1 (4 + 8 xmm). */
@@ -460,18 +468,24 @@ CELLS_PANEL_INLINE void FN(panel_dot_tile)(const int isa, const int m, const int
 }
 
 /* One tile of m rows and nv vectors, m, nv and where B is (flag CELLS_PANEL_IN_PLACE) run-time
- * values: each case the blocking of `isa` can produce is its own register-blocked kernel. */
+ * values: each case the blocking of `isa` can produce is its own register-blocked kernel (with
+ * CELLS_PANEL_FIXED_ORDER, m <= panel_fixed_mr). */
 CELLS_PANEL_INLINE void FN(panel_tile_any)(const int isa, int m, int nv, ptrdiff_t K,
                                            const REAL *A, ptrdiff_t lda, const REAL *Pv,
                                            ptrdiff_t ldp, const REAL *bias, int flags, REAL *C,
                                            ptrdiff_t ldc, ptrdiff_t w) {
     const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
+    const int fixed_mr = FN(panel_fixed_mr)(isa);
 #define CELLS_PANEL_CASE_NV(c, v)                                                            \
     case v:                                                                                  \
         if (v <= nvt && (flags & CELLS_PANEL_IN_PLACE))                                      \
             FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 1, K, A, lda, Pv, ldp, bias,  \
                            flags, C, ldc, w);                                                \
-        else if (v <= nvt)                                                                   \
+        else if (v <= nvt && (flags & CELLS_PANEL_FIXED_ORDER)) {                            \
+            if (c <= fixed_mr)                                                               \
+                FN(panel_tile)(isa, c, v, FN(panel_fixed_ku)(isa), 0, K, A, lda, Pv, ldp,    \
+                               bias, flags, C, ldc, w);                                      \
+        } else if (v <= nvt)                                                                 \
             FN(panel_tile)(isa, c, v, FN(panel_ku)(isa, c, v), 0, K, A, lda, Pv, ldp, bias,  \
                            flags, C, ldc, w);                                                \
         break;
@@ -617,28 +631,31 @@ CELLS_FN void FN(panel_scale)(ptrdiff_t M, ptrdiff_t n, REAL beta, REAL *C, ptrd
             C[i * ldc + j] *= beta;
 }
 
-/* gemm_panels with blocking FN(panel_blocking)(isa).
+/* gemm_panels with blocking FN(panel_blocking)(isa); `fixed`: in fixed order
+ * (CELLS_PANEL_FIXED_ORDER, at most panel_fixed_mr rows a tile).
  * Rows: ceil(M / mr) tiles of as equal a height as possible (M = 8: 4 + 4, not 6 + 2), since a
  * tile of few rows runs far below the FMA rate. Columns: panel by panel, each in tiles of nvt
  * vectors; in a partial last panel only the vectors holding its columns are computed (a count
  * of 3 rounds up to 4, the padding being zeros). Panels outer, rows inner (rows outer measured
  * slower for K >= 1024). K is not split in blocks: for K up to 2048, blocks of 192-512
  * measured no faster. */
-CELLS_FN void FN(panel_gemm)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
+CELLS_FN void FN(panel_gemm)(int isa, int fixed, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                              const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                              const REAL *CELLS_RESTRICT P, const REAL *CELLS_RESTRICT bias,
                              REAL beta, REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
     isa = FN(panel_blocking)(isa);
     const FN(panel_kernels) kernels = FN(panel_kernels_of)(isa).tiles;
-    const int mr = FN(panel_mr)(isa), nvt = FN(panel_nvt)(isa);
+    const int mr = fixed ? FN(panel_fixed_mr)(isa) : FN(panel_mr)(isa);
+    const int nvt = FN(panel_nvt)(isa);
     if (M <= 0 || n <= 0)
         return;
     if (beta != 0 && beta != 1)
         FN(panel_scale)(M, n, beta, C, ldc);
     const int flags = (beta != 0 ? CELLS_PANEL_ADD : 0) | (bias ? CELLS_PANEL_BIAS : 0)
                       | ((size_t)K * (size_t)n * sizeof(REAL) >= CELLS_PANEL_PREFETCH_BYTES
-                                 ? CELLS_PANEL_PREFETCH : 0);
+                                 ? CELLS_PANEL_PREFETCH : 0)
+                      | (fixed ? CELLS_PANEL_FIXED_ORDER : 0);
     const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
     for (ptrdiff_t j0 = 0; j0 < n; j0 += NR) {
         const ptrdiff_t wp = n - j0 < NR ? n - j0 : NR; /* columns of this panel */
@@ -674,7 +691,21 @@ CELLS_FN void FN(gemm_panels)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                               const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                               const REAL *CELLS_RESTRICT P, const REAL *CELLS_RESTRICT bias,
                               REAL beta, REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-    FN(panel_gemm)(cells_panel_isa(), M, n, K, A, lda, P, bias, beta, C, ldc);
+    FN(panel_gemm)(cells_panel_isa(), 0, M, n, K, A, lda, P, bias, beta, C, ldc);
+}
+
+/* gemm_panels in fixed order: each element of C is Σ_k A[i, k]·op(B)[k, j] summed in one
+ * order that depends on K alone (two partial sums over the even and the odd k's, the last
+ * odd k added to the even sum, then the two added; the bias after), never on M, on the
+ * element's place in its tile, or on which columns of P a call multiplies. So a row gives the
+ * same bits alone or in any batch, and a thread the same bits for any share of whole panels:
+ * what a prepared net's reproducibility rests on. Tiles of at most 3 rows (panel_fixed_mr). */
+CELLS_FN void FN(gemm_panels_fixed)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
+                                    const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
+                                    const REAL *CELLS_RESTRICT P,
+                                    const REAL *CELLS_RESTRICT bias, REAL beta,
+                                    REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
+    FN(panel_gemm)(cells_panel_isa(), 1, M, n, K, A, lda, P, bias, beta, C, ldc);
 }
 
 /* C = op(A)·B (+ bias) + beta·C with B [K, ldb] read in place (no packed copy), with blocking

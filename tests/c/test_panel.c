@@ -18,6 +18,8 @@
  *    called through cells_panel_gemm_*; where this build lacks one, the next lower it has) as
  *    well as through the public cells_gemm_panels_* (the one the CPU picks), with P misaligned
  *    too;
+ *  - gemm_panels_fixed (every blocking in fixed order, and the public entry) gives the same
+ *    bits for a row alone, in any block of rows and for any panel multiplied on its own;
  *  - gemm_tn (C = Aᵀ·B + beta·C, A [K, M] and B [K, n] read in place), gemm_nn (C = A·B
  *    (+ bias) + beta·C, A [M, K]) and gemm_nt (C = A·Bᵀ (+ bias) + beta·C, B [n, K]) the same
  *    way, on sizes that cross gemm_tn's and gemm_nn's row blocks (K > CELLS_PANEL_TN_ROWS),
@@ -32,6 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cells/panel.h"
 
@@ -156,7 +159,8 @@ static void every_blocking_##S(const char *what, const product_##S *g, const REA
                                ptrdiff_t ldc, size_t lenC, const long double *ref,             \
                                const long double *mag) {                                       \
     static const int isas[] = {4, 3, 0, -1};                                                   \
-    for (int t = 0; t < 4; ++t) {                                                              \
+    for (int run = 0; run < (g->kind == GEMM_PANELS ? 8 : 4); ++run) {                         \
+        const int t = run % 4, fixed = run >= 4; /* gemm_panels also in fixed order */         \
         if (isas[t] > cells_panel_isa()) /* kernels this CPU cannot run */                     \
             continue;                                                                          \
         REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
@@ -176,8 +180,11 @@ static void every_blocking_##S(const char *what, const product_##S *g, const REA
             cells_gemm_nn_##S(g->M, g->n, g->K, g->A, g->lda, g->B, g->ldb, g->bias, g->beta,  \
                               C, ldc);                                                         \
         else if (isas[t] >= 0)                                                                 \
-            cells_panel_gemm_##S(isas[t], g->M, g->n, g->K, g->A, g->lda, g->B, g->bias,       \
+            cells_panel_gemm_##S(isas[t], fixed, g->M, g->n, g->K, g->A, g->lda, g->B, g->bias,\
                                  g->beta, C, ldc);                                             \
+        else if (fixed)                                                                        \
+            cells_gemm_panels_fixed_##S(g->M, g->n, g->K, g->A, g->lda, g->B, g->bias, g->beta,\
+                                        C, ldc);                                               \
         else                                                                                   \
             cells_gemm_panels_##S(g->M, g->n, g->K, g->A, g->lda, g->B, g->bias, g->beta, C,   \
                                   ldc);                                                        \
@@ -185,6 +192,36 @@ static void every_blocking_##S(const char *what, const product_##S *g, const REA
                   mag);                                                                        \
         free(C - GUARD);                                                                       \
     }                                                                                          \
+}                                                                                              \
+                                                                                               \
+/* gemm_panels_fixed's promise: the same bits for every element of C whether its row is      \
+ * multiplied with all M rows, alone, or in a block of rows starting anywhere, and whether its \
+ * panel is multiplied with the others or on its own (how a thread takes whole panels). */     \
+static void fixed_order_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *A,             \
+                            ptrdiff_t lda, const REAL *P, const REAL *bias, REAL beta,         \
+                            const REAL *C0, ptrdiff_t ldc, size_t lenC) {                      \
+    const ptrdiff_t NR = cells_panel_width_##S();                                              \
+    REAL *whole = malloc((lenC + 1) * sizeof(REAL)), *part = malloc((lenC + 1) * sizeof(REAL));\
+    for (size_t i = 0; i < lenC; ++i) whole[i] = part[i] = C0[i];                              \
+    cells_gemm_panels_fixed_##S(M, n, K, A, lda, P, bias, beta, whole, ldc);                   \
+    /* blocks of 1, 2, 3, ... rows, each panel on its own */                                   \
+    for (ptrdiff_t i0 = 0, rows = 1; i0 < M; i0 += rows, ++rows) {                            \
+        const ptrdiff_t m = M - i0 < rows ? M - i0 : rows;                                     \
+        for (ptrdiff_t j0 = 0; j0 < n; j0 += NR)                                               \
+            cells_gemm_panels_fixed_##S(m, n - j0 < NR ? n - j0 : NR, K, A + i0 * lda, lda,    \
+                                        P + j0 * K, bias ? bias + j0 : NULL, beta,             \
+                                        part + i0 * ldc + j0, ldc);                            \
+    }                                                                                          \
+    for (ptrdiff_t i = 0; i < M; ++i)                                                          \
+        for (ptrdiff_t j = 0; j < n; ++j) {                                                    \
+            ++checks;                                                                          \
+            if (memcmp(&whole[i * ldc + j], &part[i * ldc + j], sizeof(REAL)) != 0             \
+                && ++failures < 20)                                                            \
+                printf("FAIL %s fixed order M=%td n=%td K=%td C[%td,%td]: %a != %a\n", #REAL,   \
+                       M, n, K, i, j, (double)whole[i * ldc + j], (double)part[i * ldc + j]);  \
+        }                                                                                      \
+    free(whole);                                                                               \
+    free(part);                                                                                \
 }                                                                                              \
                                                                                                \
 /* One case of gemm_panels, with a bias when with_bias. misalign shifts P by one element. */   \
@@ -264,6 +301,7 @@ static void run_##S(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, int transB, REAL beta
             }                                                                                  \
         free(C - GUARD);                                                                       \
     }                                                                                          \
+    fixed_order_##S(M, n, K, A, lda, P, bias, beta, C0, ldc, lenC);                            \
     free(ref);                                                                                 \
     free(mag);                                                                                 \
     free(C0);                                                                                  \

@@ -1,0 +1,298 @@
+"""Prepared nets: a family's weights validated and packed once, then called many times, a step or
+a chunk of steps at a time, with the state carried from call to call (serving).
+
+cells.gru.prepare, cells.lstm.prepare, cells.rnn.prepare and cells.lltm.prepare check a
+family's weights and options as its time loop does, and hand the time loop's form of them
+(cells/_family_calls.py's mapping) to `prepare_net`, which packs them (cells._time_loop.prepare)
+into a PreparedNet. A call of the net checks only x and the state, allocates only its outputs,
+and runs the one time loop on the packed weights with the GIL released.
+
+Reproducibility: every product of a prepared net runs in fixed order (panel.h's
+gemm_panels_fixed: an element's sum over K in one order, whatever the rows, the tile or the
+thread), each thread multiplies whole panels of the one packed copy, and the gate math is the
+same per element whoever computes it. So an output's bits do not depend on how a sequence is
+cut into calls, on the other rows of the batch, or on the number of threads.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from cells import _time_loop
+from cells import _validate as check
+from cells._backend import type_name
+from cells._cpu import _weights_as_read
+from cells._threads import max_threads, resolve_n_threads
+
+# n_threads=None runs a call on a second thread only where each thread gets at least
+# PREPARED_WORK_PER_THREAD multiply-adds per step (benchmarks/serving.py measures the
+# crossing): below it, waking a thread and meeting it at every step costs more than the
+# products it takes over.
+PREPARED_WORK_PER_THREAD = 256 * 1024
+
+
+class GruState(NamedTuple):
+    """The state a prepared GRU carries from call to call: h [bS, nOut]."""
+
+    h: np.ndarray
+
+
+class LstmState(NamedTuple):
+    """The state a prepared LSTM carries from call to call: h [bS, nState] (nProj with Wproj,
+    else nOut) and the cell state c [bS, nOut]."""
+
+    h: np.ndarray
+    c: np.ndarray
+
+
+class RnnState(NamedTuple):
+    """The state a prepared RNN carries from call to call: h [bS, nOut]."""
+
+    h: np.ndarray
+
+
+class LltmState(NamedTuple):
+    """The state a prepared LLTM carries from call to call: h [bS, S] and the cell state
+    c [bS, S]."""
+
+    h: np.ndarray
+    c: np.ndarray
+
+
+# Every family's state: one of them given to another family's net is a ValueError.
+_STATES = (GruState, LstmState, RnnState, LltmState)
+
+
+class NetResult(NamedTuple):
+    """What a call of a PreparedNet returns: h, every step's output ([sL, bS, nState], or
+    [bS, nState] for a call of one step), and the state after the call (the family's State
+    NamedTuple), to pass to the next call."""
+
+    h: np.ndarray
+    state: tuple
+
+
+class PreparedNet:
+    """A family's weights, validated and packed once for inference calls (made by
+    cells.gru.prepare, cells.lstm.prepare, cells.rnn.prepare or cells.lltm.prepare).
+
+    Call it as ``h, state = net(x, state)``: x [sL, bS, nIn] (a chunk of sL steps) gives h
+    [sL, bS, nState]; x [bS, nIn] is one step and gives h [bS, nState]. ``state`` is the
+    family's State NamedTuple (``net.State``: field h [bS, nState], and c [bS, nOut] for the
+    LSTM and the LLTM) or None for zeros; the returned state feeds the next call.
+
+    The net owns a packed copy of its weights: later changes to the arrays it was prepared from
+    do not reach it. Any number of threads may call one net at once, each with its own state.
+    It pickles (the weights are packed again on load) and works in a forked child.
+
+    Attributes
+    ----------
+    family : str
+        "gru", "lstm", "rnn" or "lltm".
+    State : type
+        The family's state NamedTuple (GruState, LstmState, RnnState, LltmState).
+    nIn, nOut, nState : int
+        Inputs, units and state columns (nState = nProj for an LSTM with Wproj, else nOut).
+    dtype : numpy.dtype
+        float32 or float64: x and the state must have it.
+    nbytes : int
+        The memory the net holds: its packed weights and its copies of the biases.
+    options : dict
+        The options it was prepared with (prepare's keywords).
+    """
+
+    __slots__ = ("family", "State", "nIn", "nOut", "nState", "dtype", "nbytes", "options",
+                 "_weights", "_loop", "_n_threads", "_cell_state")
+
+    def __init__(self, family, State, weights, loop, options):
+        self.family, self.State, self._weights, self._loop = family, State, weights, loop
+        self.nIn, self.nOut, self.nState = weights.nIn, weights.nOut, weights.nState
+        self.dtype, self.nbytes = weights.dtype, weights.nbytes
+        self.options = dict(options)
+        self._n_threads = options["n_threads"]
+        self._cell_state = len(State._fields) == 2
+
+    def __repr__(self):
+        return (f"PreparedNet(family={self.family!r}, nIn={self.nIn}, nOut={self.nOut}, "
+                f"nState={self.nState}, dtype={self.dtype}, nbytes={self.nbytes})")
+
+    def __reduce__(self):
+        Wx, Wh, Wproj = self._weights.weights()
+        return _restore, (self.family, self.State, self._loop, self.options, Wx, Wh,
+                          self._weights.b, self._weights.P, Wproj)
+
+    def __call__(self, x, state=None, *, seq_len=None, out=None, n_threads=None):
+        """Run the net over x from `state`.
+
+        Parameters
+        ----------
+        x : numpy.ndarray, [sL, bS, nIn] or [bS, nIn]
+            A chunk of sL steps (time-major), or one step; the net's dtype, any memory order
+            (an array that is not C-contiguous is copied).
+        state : State or None
+            The family's State (net.State): h [bS, nState], and c [bS, nOut] for the LSTM and
+            the LLTM; None starts from zeros.
+        seq_len : numpy.ndarray of int, [bS], optional
+            Row b runs only the first seq_len[b] steps of this chunk (in [0, sL]); its
+            outputs after them are 0 and its state is the one after its last valid step.
+        out : NetResult or (h, state), optional
+            Arrays to write the results into (C-contiguous, writeable, of the result's
+            shapes and dtype); the state may be the one passed in (it is read before it is
+            written). Returned as the result.
+        n_threads : int or None
+            Threads for this call; None: the net's n_threads, or when that is None as many as
+            the call's size gains from (at most max_threads()).
+
+        Returns
+        -------
+        NetResult
+            (h, state): h [sL, bS, nState] (x 3-d) or [bS, nState] (x 2-d), and the State
+            after the call.
+
+        Raises
+        ------
+        TypeError
+            x or a state array that is not a numpy.ndarray of the net's dtype, or a state that
+            is not a State of the net's family.
+        ValueError
+            A wrong shape: x's nIn, a state of another batch size or width, a state of
+            another family's net, seq_len out of [0, sL], `out` of the wrong shapes.
+        """
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"x: expected a numpy.ndarray, got {type_name(x)}")
+        if x.dtype != self.dtype:
+            raise TypeError(f"x: expected dtype {self.dtype} (the net's), got {x.dtype}")
+        if x.ndim == 3:
+            sL, bS, nIn = x.shape
+        elif x.ndim == 2:
+            sL, (bS, nIn) = 1, x.shape
+        else:
+            raise ValueError(f"x: expected a 3-d array [sL, bS, nIn] or a 2-d array [bS, nIn] "
+                             f"(one step), got shape {x.shape}")
+        if nIn != self.nIn:
+            raise ValueError(f"x: expected {self.nIn} inputs (the net's nIn) in its last "
+                             f"dimension, got shape {x.shape}")
+        hI, cI = self._initial_state(state, bS)
+        lengths = None if seq_len is None else check.seq_len(seq_len, sL, bS, x)
+        h, hL, cL = self._outputs(out, x.shape[:-1] + (self.nState,), bS)
+        if n_threads is None:
+            n_threads = self._n_threads
+        if n_threads is None:
+            n_threads = self._default_threads(bS)
+        else:
+            n_threads = resolve_n_threads(n_threads, None)
+        self._weights.run(sL, bS, x if x.flags.c_contiguous else np.ascontiguousarray(x), hI,
+                          cI, h, hL, cL, lengths, n_threads)
+        if out is not None:
+            return NetResult(h, out[1])
+        return NetResult(h, self.State(hL, cL) if self._cell_state else self.State(hL))
+
+    # -----------------------------------------------------------------------------------------
+
+    def _default_threads(self, bS):
+        """n_threads=None: no more threads than give each PREPARED_WORK_PER_THREAD
+        multiply-adds a step."""
+        work = bS * ((self.nIn + self.nState) * self._weights.G + self.nOut * self.nState)
+        return max(1, min(max_threads(), work // PREPARED_WORK_PER_THREAD))
+
+    def _initial_state(self, state, bS):
+        """(hI, cI): the state's arrays, checked and C-contiguous (zeros for None)."""
+        widths = (self.nState, self.nOut)
+        if state is None:
+            zeros = [np.zeros((bS, n), self.dtype) for n in widths[:len(self.State._fields)]]
+            return zeros[0], (zeros[1] if self._cell_state else None)
+        if type(state) is not self.State:
+            if isinstance(state, _STATES):
+                raise ValueError(f"state: a {type(state).__name__}, from another family's net; "
+                                 f"this {self.family} net takes a {self.State.__name__}")
+            raise TypeError(f"state: expected a {self.State.__name__} or None, got "
+                            f"{type_name(state)}")
+        arrays = [self._state_array(f"state.{name}", a, bS, n)
+                  for name, a, n in zip(state._fields, state, widths)]
+        return arrays[0], (arrays[1] if self._cell_state else None)
+
+    def _state_array(self, name, a, bS, n):
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name}: expected a numpy.ndarray, got {type_name(a)}")
+        if a.dtype != self.dtype:
+            raise TypeError(f"{name}: expected dtype {self.dtype} (the net's), got {a.dtype}")
+        if a.shape != (bS, n):
+            raise ValueError(f"{name}: expected shape {(bS, n)} = [bS, "
+                             f"{'nState' if n == self.nState else 'nOut'}] (bS from x), got "
+                             f"{a.shape}")
+        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+    def _outputs(self, out, h_shape, bS):
+        """(h, hL, cL): new arrays, or out's after checking them."""
+        if out is None:
+            return (np.empty(h_shape, self.dtype), np.empty((bS, self.nState), self.dtype),
+                    np.empty((bS, self.nOut), self.dtype) if self._cell_state else None)
+        if not (isinstance(out, tuple) and len(out) == 2 and type(out[1]) is self.State):
+            raise TypeError(f"out: expected None or (h, state), state a {self.State.__name__}, "
+                            f"got {type_name(out)}")
+        arrays = [("out.h", out[0], h_shape)]
+        arrays += [(f"out.state.{name}", a, (bS, n))
+                   for name, a, n in zip(out[1]._fields, out[1], (self.nState, self.nOut))]
+        for name, a, shape in arrays:
+            if not isinstance(a, np.ndarray) or a.dtype != self.dtype:
+                raise TypeError(f"{name}: expected a {self.dtype} numpy.ndarray, got "
+                                f"{getattr(a, 'dtype', '')} {type_name(a)}".rstrip())
+            if a.shape != shape or not a.flags.c_contiguous or not a.flags.writeable:
+                raise ValueError(f"{name}: expected a writeable C-contiguous array of shape "
+                                 f"{shape}, got shape {a.shape}"
+                                 f"{'' if a.flags.c_contiguous else ', not C-contiguous'}"
+                                 f"{'' if a.flags.writeable else ', read-only'}")
+        return out[0], out[1][0], (out[1][1] if self._cell_state else None)
+
+
+def _restore(family, State, loop, options, Wx, Wh, b, P, Wproj):
+    """A PreparedNet from what __reduce__ saved: the unpacked weights, packed again."""
+    weights = _time_loop.prepare(loop["family"], Wx.shape[0], Wx.shape[1] // _gates(loop),
+                                 dtype=Wx.dtype, Wx=Wx, Wh=Wh, b=b, P=P, Wproj=Wproj,
+                                 nProj=Wh.shape[0], **_loop_options(loop))
+    return PreparedNet(family, State, weights, loop, options)
+
+
+def _gates(loop):
+    return _time_loop.family(loop["family"]).gates
+
+
+def _loop_options(loop):
+    return {key: value for key, value in loop.items() if key != "family"}
+
+
+def prepare_net(family, State, options, loop_family, nIn, nOut, dtype, *, Wx=None, Wh=None,
+                W=None, b=None, P=None, Wproj=None, **loop):
+    """The PreparedNet of `family` (its public name) from the time loop's form of its weights,
+    already validated: Wx [nIn, G] and Wh [nState, G] (C-ordered, or both F-ordered: PyTorch's
+    layout) or the LLTM's W [G, nOut + nIn], b [G] or None, P and Wproj [nOut, nProj] or None;
+    `loop` the loop's options (clip, activation, lstm_acts); `options` the public keywords it
+    was prepared with."""
+    nState = nOut if Wproj is None else Wproj.shape[1]
+    if min(nIn, nOut, nState) < 1:
+        raise ValueError(f"a prepared net needs nIn, nOut and nState of at least 1, got "
+                         f"nIn={nIn}, nOut={nOut}, nState={nState}")
+    transposed = False
+    if W is None:
+        transposed, Wx, Wh = _weights_as_read(Wx, Wh)
+    weights = _time_loop.prepare(loop_family, nIn, nOut, dtype=dtype, Wx=Wx, Wh=Wh,
+                                 W=None if W is None else np.ascontiguousarray(W),
+                                 weights_transposed=transposed, b=b, P=P,
+                                 Wproj=None if Wproj is None else np.ascontiguousarray(Wproj),
+                                 nProj=nState, **loop)
+    return PreparedNet(family, State, weights, dict(loop, family=loop_family), options)
+
+
+def weights_option(weights):
+    """prepare's `weights`: None (the weights' own dtype) is the one kind this version
+    packs."""
+    if weights is not None:
+        raise ValueError(f"weights: expected None (keep the weights' dtype, float32 or "
+                         f"float64), got {weights!r}")
+    return weights
+
+
+def threads_option(n_threads):
+    """prepare's n_threads: None, or a thread count checked as every function checks it."""
+    return None if n_threads is None else resolve_n_threads(n_threads, None)
+
+
