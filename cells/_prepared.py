@@ -177,7 +177,7 @@ class PreparedNet:
         if n_threads is None:
             n_threads = self._n_threads
         if n_threads is None:
-            n_threads = self._default_threads(bS)
+            n_threads = self._default_threads(bS, max_threads())
         else:
             n_threads = resolve_n_threads(n_threads, None)
         self._weights.run(sL, bS, x if x.flags.c_contiguous else np.ascontiguousarray(x), hI,
@@ -188,11 +188,11 @@ class PreparedNet:
 
     # -----------------------------------------------------------------------------------------
 
-    def _default_threads(self, bS):
-        """n_threads=None: no more threads than give each PREPARED_WORK_PER_THREAD
-        multiply-adds a step."""
+    def _default_threads(self, bS, ceiling):
+        """The threads of a call of bS rows when none are asked for: at most `ceiling`, and no
+        more than give each PREPARED_WORK_PER_THREAD multiply-adds a step."""
         work = bS * ((self.nIn + self.nState) * self._weights.G + self.nOut * self.nState)
-        return max(1, min(max_threads(), work // PREPARED_WORK_PER_THREAD))
+        return max(1, min(ceiling, work // PREPARED_WORK_PER_THREAD))
 
     def _initial_state(self, state, bS):
         """(hI, cI): the state's arrays, checked and C-contiguous (zeros for None)."""
