@@ -37,6 +37,12 @@ the forward's workspace.
 
 A reduction across a row's units inside a step (LayerNorm cells) would need each thread to own
 whole rows rather than a block of units: the row split at every size.
+
+Prepared nets (cells.PreparedNet, PreparedWeights below): prepare() packs a family's weights
+whole, once (L.prepared); each inference call runs forward_loop on them, each thread taking
+views of whole panels (part_units aligned to the panel width), every product in fixed order
+(gemm_panels_fixed). An output's bits then depend on neither the rows beside it, nor the steps
+a call spans, nor the thread that computes it.
 """
 cimport numpy as cnp
 from libc.math cimport INFINITY
