@@ -7,6 +7,7 @@ a row and the thread count; their ownership of the weights, pickling, threads, a
 The shapes put several panels of the packed weights in every net (nOut = 70: 2 panels of 64
 floats, 3 of 32 doubles), so that 2 and 3 threads split the units differently from 1 (and
 bS = 20 on 2 threads splits the rows instead: splits_rows)."""
+import doctest
 import multiprocessing
 import pickle
 import sys
@@ -396,3 +397,12 @@ def test_bad_weights_are_named_errors_at_prepare():
     for error, message, call in cases:
         with pytest.raises(error, match=message):
             call()
+
+
+@pytest.mark.parametrize("prepare", [cells.gru.prepare, cells.lstm.prepare, cells.rnn.prepare,
+                                     cells.lltm.prepare], ids=["gru", "lstm", "rnn", "lltm"])
+def test_the_docstring_examples_run(prepare):
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
+    for test in finder.find(prepare, globs={}):
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
