@@ -1,24 +1,31 @@
 """examples/char_lm.py: both backends train the same model to the same losses; the command line
-runs with and without tqdm."""
+runs with and without tqdm. examples/streaming.py: a stream served frame by frame gives the bits
+of one whole-sequence call."""
 import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "char_lm.py"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TINY = ["--steps", "5", "--seq-len", "16", "--batch", "4", "--hidden", "32", "--threads", "1",
         "--corpus-kb", "4"]
 
 
-@pytest.fixture
-def char_lm():
-    """The example as a module; torch's thread count (which train() sets) restored after."""
-    spec = importlib.util.spec_from_file_location("char_lm", EXAMPLE)
+def load_example(name):
+    """examples/<name>.py as a module."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def char_lm():
+    """The example as a module; torch's thread count (which train() sets) restored after. Only
+    char_lm needs torch: streaming.py runs on cells alone."""
+    torch = pytest.importorskip("torch")
+    module = load_example("char_lm")
     threads = torch.get_num_threads()
     yield module
     torch.set_num_threads(threads)
@@ -56,3 +63,16 @@ def test_command_line_with_tqdm(char_lm, capsys):
     captured = capsys.readouterr()
     assert "tok/s" in captured.err and "loss=" in captured.err
     assert captured.out.startswith("torch lstm: 5 steps, final loss ")
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_streaming_equals_one_whole_sequence_call(cell, capsys):
+    # The example's own check: 50 one-frame calls, the state carried in reused out= buffers,
+    # against one call on the whole sequence, bit for bit.
+    streaming = load_example("streaming")
+    assert streaming.main(["--cell", cell, "--frames", "50", "--inputs", "8",
+                           "--hidden", "16"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{cell}, 8 inputs, 16 units, 1 thread: 50 frames streamed"
+    assert out[1].startswith("latency per frame: median ")
+    assert out[2].endswith("bit for bit: yes")

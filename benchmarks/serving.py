@@ -1,0 +1,593 @@
+"""Serving: the time of one call of a recurrent net whose state is carried from call to call,
+cells' prepared nets against ONNX Runtime and PyTorch, float32.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/serving.py --json serving.json
+    python benchmarks/serving.py --quick           # smoke run: B=1 I=H=128, 1 thread, 2 rounds
+    python benchmarks/serving.py --neighbours      # 2 threads against 1, with busy neighbours
+
+A served net gets one step (x [B, I]) or a chunk of steps (x [steps, B, I]) per call and carries
+its state to the next call. The contenders, each on the thread count under test:
+
+- cells: the net prepared once (cells.lstm.prepare, cells.gru.prepare), called with out=
+  buffers that are reused, the state buffer being the state passed in: nothing is allocated
+  per call;
+- onnxruntime: one session per shape, reused, of a single LSTM or GRU node (opset 14, weights by
+  cells.convert.lstm_to_onnx / gru_to_onnx, gates i, o, f, c and z, r, h), with
+  intra_op_num_threads and inter_op_num_threads the thread count; each call feeds Y_h (and Y_c)
+  of the previous one back as initial_h (and initial_c);
+- torch: torch.nn.LSTM / torch.nn.GRU (weights by cells.convert.lstm_to_torch / gru_to_torch)
+  under torch.inference_mode() and torch.set_num_threads, the state passed back in.
+
+The GRU is PyTorch's in all three (linear before reset). Grid: LSTM and GRU; B = 1, 4, 16; one
+step, chunks of 8 and of 32 steps; I = H = 64, 128, 256, 1024, and the LSTM at I=512 H=1024, the
+GRU at I=64 H=256; 1 and 2 threads (--threads). Whole sequences, T=100 at B=1 I=H=128 and B=16
+I=H=256, run through the prepared net, cells' plain time loop (cells.lstmLayerTimeLoop,
+cells.gruTimeLoop: weights checked and read unpacked on every call) and ONNX Runtime. Inputs and
+weights are harness.make_inputs's (PyTorch's initialisation, fixed seed).
+
+Same math: before a shape is timed, every contender makes two calls from the same state on the
+same input, and its outputs and state must agree with cells' prepared net within
+harness.TOLERANCE (float32: 1e-4 x max(1, max |value|)); a contender that does not stops the
+run. Timing (serving-peers.md's method, harness.time_alternating): warm-up calls, then --rounds
+rounds of each contender in turn (A B C A B C ...); a round is as many calls in a loop as fill
+ROUND_S (at least one), started after SETTLE_S of sleep, so that the previous contender's idle
+pools stop spinning, and one untimed call, which wakes the contender's own threads. A
+contender's time is the median over its rounds of the time per call.
+
+Output (stdout, markdown): per thread count a table of the per-call µs and the ratios peer µs /
+cells µs (above 1: cells is faster), then the issue's targets with the measured ratio, met or
+MISSED. They hold at B=1 on 1 thread:
+  - one step, H <= 256: >= 2x ONNX Runtime and >= 4x torch;
+  - one step, H = 1024: >= 1.6x ONNX Runtime;
+  - a chunk of 8 steps: >= 1.5x ONNX Runtime;
+  - a whole sequence, T=100 B=1 I=H=128, through the prepared net: >= 1.3x ONNX Runtime.
+The FMA peak (peak.py) and the thread pools come first; progress goes to stderr. --json writes
+the environment, the peak, the settings, every row (with each round's µs) and the targets. The
+default grid is sized to take about 10 minutes on a quiet 2-core machine (most of it the
+settling sleeps and the H=1024 calls of torch); --quick runs a few shapes in seconds.
+
+--neighbours measures something else: whether cells' 2-thread call stays fast when every core
+is busy. It starts one CPU-bound process per core (a Python loop, ended at the end of the
+measurement and in any case after NEIGHBOURS_LIMIT_S), and times the prepared LSTM on 2 threads
+against 1, alternated, alone and then with the neighbours: a whole sequence (T=100) and a chunk
+of 8 steps, at B=1 and B=16, I=H=256. The issue's target: with the neighbours, the 2-thread
+call takes at most 1.3x the 1-thread call.
+
+torch and ONNX Runtime (with onnx, which builds the model) join when importable; cells, numpy,
+scipy and threadpoolctl are required (see README.md for how the benchmarks import cells).
+"""
+import argparse
+import contextlib
+import json
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+import cells
+import harness
+import peak
+from cells import convert
+
+ROUND_S = 0.025     # a round's calls of one contender last at least this long
+SETTLE_S = 0.1      # sleep before every round: the pools of the contender before stop spinning
+WARMUP = 3          # untimed calls of each contender before its first round
+
+BATCHES = (1, 4, 16)
+STEPS = (1, 8, 32)
+SIZES = {"lstm": ((64, 64), (128, 128), (256, 256), (1024, 1024), (512, 1024)),
+         "gru": ((64, 64), (128, 128), (256, 256), (1024, 1024), (64, 256))}     # (I, H)
+SEQUENCE_T = 100
+SEQUENCES = ((1, 128), (16, 256))                                               # (B, I=H)
+
+# The state arrays of harness.make_inputs, in the order of the family's State and ONNX's
+# initial_h, initial_c.
+STATE_NAMES = {"lstm": ("hI", "cI"), "gru": ("hI",)}
+
+NEIGHBOURS_TARGET = 1.3
+NEIGHBOURS_LIMIT_S = 900    # the neighbours end by themselves after this, whatever happens here
+
+
+@dataclass(frozen=True)
+class Case:
+    """One shape: `steps` per call (1: x [B, I], else [steps, B, I]); `sequence`: a whole
+    sequence, timed against cells' plain time loop instead of torch."""
+    family: str
+    B: int
+    I: int
+    H: int
+    steps: int
+    sequence: bool = False
+
+    @property
+    def kind(self):
+        return "sequence" if self.sequence else "step" if self.steps == 1 else "chunk"
+
+    def __str__(self):
+        call = {"sequence": f"T={self.steps}", "step": "1 step", "chunk": f"{self.steps} steps"}
+        return f"{self.family} B={self.B} I={self.I} H={self.H} {call[self.kind]}"
+
+
+def grid(quick):
+    """The cases: serving calls, then whole sequences."""
+    if quick:
+        serving = [Case(f, 1, 128, 128, s) for f in SIZES for s in (1, 8)]
+        return serving + [Case(f, 1, 128, 128, SEQUENCE_T, True) for f in SIZES]
+    serving = [Case(f, B, I, H, s) for f, sizes in SIZES.items() for I, H in sizes
+               for B in BATCHES for s in STEPS]
+    return serving + [Case(f, B, H, H, SEQUENCE_T, True) for f in SIZES for B, H in SEQUENCES]
+
+
+# ----------------------------------------------------------------------------------------------
+# Contenders
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Served:
+    """A contender bound to one case: call() makes one call from the carried state and carries
+    the new one; result() is (h, *state) of the last call, copied, in cells' shapes; threads()
+    is entered around calls."""
+    name: str
+    call: Callable[[], None]
+    result: Callable[[], tuple]
+    threads: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+
+
+def cells_x(case, inp):
+    """x as a prepared net takes it: [B, I] for one step, else [steps, B, I]."""
+    return inp.x[0] if case.steps == 1 else inp.x
+
+
+def prepare(case, inp):
+    if case.family == "lstm":
+        return cells.lstm.prepare(inp["Wx"], inp["Wr"], inp["b"])
+    return cells.gru.prepare(inp["Wx"], inp["Wh"], inp["b"], linear_before_reset=True)
+
+
+def prepared_contender(case, inp, n_threads, name="cells", net=None):
+    """cells' prepared net (`net`, else prepared here) with reused out= buffers: the state
+    buffer is the state passed in, which the call reads before it writes it."""
+    if net is None:
+        net = prepare(case, inp)
+    x = cells_x(case, inp)
+    h = np.empty(x.shape[:-1] + (case.H,), np.float32)
+    state = net.State(*(inp[s].copy() for s in STATE_NAMES[case.family]))
+    out = (h, state)
+
+    def call():
+        net(x, state, out=out, n_threads=n_threads)
+
+    return Served(name, call, lambda: tuple(a.copy() for a in (h, *state)))
+
+
+def time_loop_contender(case, inp, n_threads):
+    """cells' plain time loop on the unpacked weights, the final state fed back."""
+    x, Wx, b = inp.x, inp["Wx"], inp["b"]
+    h, state = None, [inp[s] for s in STATE_NAMES[case.family]]
+
+    if case.family == "lstm":
+        def call():
+            nonlocal h
+            h, hL, cL = cells.lstmLayerTimeLoop(x, Wx, inp["Wr"], b, *state,
+                                                n_threads=n_threads)
+            state[:] = hL, cL
+    else:
+        def call():
+            nonlocal h
+            h = cells.gruTimeLoop(x, state[0], Wx, inp["Wh"], b, linear_before_reset=True,
+                                  n_threads=n_threads)
+            state[0] = h[-1]
+
+    return Served("cells_loop", call, lambda: tuple(a.copy() for a in (h, *state)))
+
+
+def onnx_model(case, W, R, B):
+    """A single LSTM or GRU node with the weights as initializers; inputs X, initial_h
+    (initial_c), outputs Y, Y_h (Y_c)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    n_states = len(STATE_NAMES[case.family])
+    states = ("initial_h", "initial_c")[:n_states]
+    outputs = ("Y", "Y_h", "Y_c")[:1 + n_states]
+    attributes = {"linear_before_reset": 1} if case.family == "gru" else {}
+    node = helper.make_node(case.family.upper(), ["X", "W", "R", "B", "", *states],
+                            list(outputs), hidden_size=case.H, **attributes)
+
+    def tensor(name, shape):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+    graph = helper.make_graph(
+        [node], case.family,
+        [tensor("X", [case.steps, case.B, case.I])] + [tensor(s, [1, case.B, case.H])
+                                                      for s in states],
+        [tensor("Y", [case.steps, 1, case.B, case.H])] + [tensor(o, [1, case.B, case.H])
+                                                         for o in outputs[1:]],
+        initializer=[numpy_helper.from_array(np.ascontiguousarray(a), name)
+                     for name, a in (("W", W), ("R", R), ("B", B))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+def onnx_contender(case, inp, n_threads, ort):
+    """A reused ONNX Runtime session on n_threads; Y_h (Y_c) fed back as initial_h
+    (initial_c)."""
+    if case.family == "lstm":
+        W, R, B, _ = convert.lstm_to_onnx(inp["Wx"], inp["Wr"], inp["b"])
+    else:
+        W, R, B = convert.gru_to_onnx(inp["Wx"], inp["Wh"], inp["b"])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = n_threads
+    session = ort.InferenceSession(onnx_model(case, W, R, B).SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    names = STATE_NAMES[case.family]
+    states = ("initial_h", "initial_c")[:len(names)]
+    outputs = ["Y", "Y_h", "Y_c"][:1 + len(names)]
+    feeds = {"X": inp.x, **{s: inp[n][None] for s, n in zip(states, names)}}
+    y = None
+
+    def call():
+        nonlocal y
+        y, *state = session.run(outputs, feeds)
+        feeds.update(zip(states, state))
+
+    def result():
+        # Y [steps, 1, B, H] and the states [1, B, H] in cells' shapes.
+        return (y.reshape(cells_x(case, inp).shape[:-1] + (case.H,)),
+                *(feeds[s][0].copy() for s in states))
+
+    return Served("onnxruntime", call, result)
+
+
+def torch_contender(case, inp, n_threads, torch):
+    """torch.nn.LSTM / GRU under inference_mode on n_threads, the state passed back in."""
+    if case.family == "lstm":
+        module = torch.nn.LSTM(case.I, case.H)
+        weights = convert.lstm_to_torch(inp["Wx"], inp["Wr"], inp["b"])
+    else:
+        module = torch.nn.GRU(case.I, case.H)
+        weights = convert.gru_to_torch(inp["Wx"], inp["Wh"], inp["b"], linear_before_reset=True)
+    with torch.no_grad():
+        for parameter, a in zip((module.weight_ih_l0, module.weight_hh_l0, module.bias_ih_l0,
+                                 module.bias_hh_l0), weights):
+            parameter.copy_(torch.from_numpy(a))
+    x = torch.from_numpy(inp.x)
+    states = tuple(torch.from_numpy(inp[n][None].copy()) for n in STATE_NAMES[case.family])
+    state = states if case.family == "lstm" else states[0]
+    y = None
+
+    def call():
+        nonlocal y, state
+        with torch.inference_mode():
+            y, state = module(x, state)
+
+    def result():
+        return (y.numpy().reshape(cells_x(case, inp).shape[:-1] + (case.H,)),
+                *(s[0].numpy().copy() for s in (state if case.family == "lstm" else (state,))))
+
+    return Served("torch", call, result, lambda: harness._torch_threads(torch, n_threads))
+
+
+def contenders(case, inp, n_threads, torch, ort):
+    """cells' prepared net first (the reference of the check), then its peers: ONNX Runtime
+    and torch for serving calls, the plain time loop and ONNX Runtime for whole sequences."""
+    served = [prepared_contender(case, inp, n_threads)]
+    if case.sequence:
+        served.append(time_loop_contender(case, inp, n_threads))
+    if ort is not None:
+        served.append(onnx_contender(case, inp, n_threads, ort))
+    if torch is not None and not case.sequence:
+        served.append(torch_contender(case, inp, n_threads, torch))
+    return served
+
+
+def check_same_math(case, served):
+    """Two calls of every contender from the same state; {name: max abs difference of h and
+    the state to cells' prepared net}. Outside harness.TOLERANCE the run stops: the timings
+    would compare different computations."""
+    results = {}
+    for s in served:
+        with s.threads():
+            s.call()
+            s.call()
+        results[s.name] = s.result()
+    reference = results[served[0].name]
+    diffs = {}
+    for name, result in results.items():
+        diffs[name] = max(harness.max_abs_diff(a, r) for a, r in zip(result, reference))
+        if not all(a.shape == r.shape and harness.within_tolerance(diffs[name], r, np.float32)
+                   for a, r in zip(result, reference)):
+            raise SystemExit(f"{case}: {name} differs from cells' prepared net by "
+                             f"{diffs[name]:.1e} (shapes {[a.shape for a in result]} against "
+                             f"{[r.shape for r in reference]})")
+    return diffs
+
+
+def time_served(served, rounds):
+    """{name: [µs per call of each round]}, the contenders alternated."""
+    samples, _ = harness.time_alternating(
+        [harness.Contender(s.name, s.call, s.threads) for s in served], repeats=rounds,
+        warmup=WARMUP, min_sample_s=ROUND_S, settle_s=SETTLE_S)
+    return {name: [1e6 * t for t in times] for name, times in samples.items()}
+
+
+def run_grid(cases, threads, rounds, torch, ort):
+    """One row per case, thread count and contender: the case's fields, kind, threads,
+    contender, us (the median), rounds_us, diff (to cells' prepared net, checked once per
+    case)."""
+    rows = []
+    for case in cases:
+        inp = harness.make_inputs(case.family, harness.Shape(case.steps, case.B, case.I, case.H))
+        diffs = None
+        for n_threads in threads:
+            served = contenders(case, inp, n_threads, torch, ort)
+            if diffs is None:
+                diffs = check_same_math(case, served)
+            times = time_served(served, rounds)
+            rows += [{**asdict(case), "kind": case.kind, "threads": n_threads, "contender": name,
+                      "us": median(us), "rounds_us": us, "diff": diffs[name]}
+                     for name, us in times.items()]
+            print(f"{case}, {n_threads} thr: " + ", ".join(f"{name} {median(us):.1f} µs"
+                                                          for name, us in times.items()),
+                  file=sys.stderr, flush=True)
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# Tables and targets
+# ----------------------------------------------------------------------------------------------
+
+def by_case(rows):
+    """{(case, threads): {contender: µs}}, in the order of the rows."""
+    table = {}
+    for r in rows:
+        case = Case(r["family"], r["B"], r["I"], r["H"], r["steps"], r["sequence"])
+        table.setdefault((case, r["threads"]), {})[r["contender"]] = r["us"]
+    return table
+
+
+def markdown(header, lines):
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(line) + " |" for line in lines])
+
+
+def fmt_us(us):
+    return "-" if us is None else f"{us:.1f}" if us < 1000 else f"{us:.0f}"
+
+
+def fmt_ratio(num, den):
+    return "-" if num is None else f"{num / den:.2f}"
+
+
+def tables(rows, threads):
+    """Per thread count: the serving calls, then the whole sequences."""
+    cases = by_case(rows)
+    out = []
+    for n in threads:
+        serving = [(c, t) for (c, m), t in cases.items() if m == n and not c.sequence]
+        sequences = [(c, t) for (c, m), t in cases.items() if m == n and c.sequence]
+        if serving:
+            out.append(f"### Serving calls, {n} thread{'s' * (n > 1)} (µs per call; "
+                       f"ratio = peer / cells, above 1: cells is faster)\n")
+            out.append(markdown(
+                ("family", "B", "I", "H", "steps", "cells", "ORT", "torch", "ORT / cells",
+                 "torch / cells"),
+                [(c.family, str(c.B), str(c.I), str(c.H), str(c.steps), fmt_us(t["cells"]),
+                  fmt_us(t.get("onnxruntime")), fmt_us(t.get("torch")),
+                  fmt_ratio(t.get("onnxruntime"), t["cells"]),
+                  fmt_ratio(t.get("torch"), t["cells"])) for c, t in serving]) + "\n")
+        if sequences:
+            out.append(f"### Whole sequences, {n} thread{'s' * (n > 1)} (µs per call; "
+                       f"prepared = cells' prepared net, loop = cells' plain time loop)\n")
+            out.append(markdown(
+                ("family", "T", "B", "I", "H", "prepared", "loop", "ORT", "loop / prepared",
+                 "ORT / prepared"),
+                [(c.family, str(c.steps), str(c.B), str(c.I), str(c.H), fmt_us(t["cells"]),
+                  fmt_us(t["cells_loop"]), fmt_us(t.get("onnxruntime")),
+                  fmt_ratio(t["cells_loop"], t["cells"]),
+                  fmt_ratio(t.get("onnxruntime"), t["cells"])) for c, t in sequences]) + "\n")
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Target:
+    """cells must be `required` times faster than `contender` on every case `applies` to, at
+    B=1 on 1 thread."""
+    name: str
+    applies: Callable[[Case], bool]
+    contender: str
+    required: float
+
+
+TARGETS = (
+    Target("one step, H <= 256, vs ORT", lambda c: c.kind == "step" and c.H <= 256,
+           "onnxruntime", 2.0),
+    Target("one step, H <= 256, vs torch", lambda c: c.kind == "step" and c.H <= 256,
+           "torch", 4.0),
+    Target("one step, H = 1024, vs ORT", lambda c: c.kind == "step" and c.H == 1024,
+           "onnxruntime", 1.6),
+    Target("chunk of 8 steps vs ORT", lambda c: c.kind == "chunk" and c.steps == 8,
+           "onnxruntime", 1.5),
+    Target("sequence T=100 H=128, prepared, vs ORT",
+           lambda c: c.sequence and c.steps == 100 and c.I == c.H == 128, "onnxruntime", 1.3),
+)
+
+
+def check_targets(rows):
+    """One dict per target and case measured at B=1 on 1 thread: target, case, required,
+    ratio (peer µs / cells µs), met."""
+    measured = [(case, times) for (case, n), times in by_case(rows).items()
+                if n == 1 and case.B == 1]
+    results = []
+    for target in TARGETS:
+        for case, times in measured:
+            if target.applies(case) and target.contender in times:
+                ratio = times[target.contender] / times["cells"]
+                results.append({"target": target.name, "case": str(case),
+                                "required": target.required, "ratio": ratio,
+                                "met": ratio >= target.required})
+    return results
+
+
+def targets_table(results):
+    return markdown(("target (B=1, 1 thread)", "case", "required", "measured", ""),
+                    [(r["target"], r["case"], f">= {r['required']}x", f"{r['ratio']:.2f}x",
+                      "met" if r["met"] else "MISSED") for r in results])
+
+
+# ----------------------------------------------------------------------------------------------
+# Neighbours
+# ----------------------------------------------------------------------------------------------
+
+def busy(deadline):
+    """A CPU-bound neighbour: a Python loop until `deadline` (time.time())."""
+    while time.time() < deadline:
+        pass
+
+
+@contextlib.contextmanager
+def neighbours(count):
+    """`count` busy processes while the block runs (at most NEIGHBOURS_LIMIT_S)."""
+    deadline = time.time() + NEIGHBOURS_LIMIT_S
+    processes = [multiprocessing.Process(target=busy, args=(deadline,), daemon=True)
+                 for _ in range(count)]
+    for p in processes:
+        p.start()
+    try:
+        time.sleep(0.5)     # every neighbour running before the first call
+        yield
+    finally:
+        for p in processes:
+            p.terminate()
+        for p in processes:
+            p.join()
+    if time.time() > deadline:
+        raise SystemExit("the neighbours ended before the measurement: raise "
+                         "NEIGHBOURS_LIMIT_S")
+
+
+def neighbour_cases(quick):
+    return [Case("lstm", B, 256, 256, steps, steps == SEQUENCE_T)
+            for B in ((1,) if quick else (1, 16)) for steps in (SEQUENCE_T, 8)]
+
+
+def time_threads(cases, rounds, label):
+    """{case: {1: µs, 2: µs}}: the prepared net on 1 and on 2 threads, alternated."""
+    times = {}
+    for case in cases:
+        inp = harness.make_inputs(case.family, harness.Shape(case.steps, case.B, case.I, case.H))
+        net = prepare(case, inp)
+        served = [prepared_contender(case, inp, n, name=str(n), net=net) for n in (1, 2)]
+        times[case] = {int(name): median(us) for name, us in time_served(served, rounds).items()}
+        print(f"{case}, {label}: 1 thr {times[case][1]:.1f} µs, 2 thr {times[case][2]:.1f} µs",
+              file=sys.stderr, flush=True)
+    return times
+
+
+def run_neighbours(quick, rounds):
+    """Rows (case, neighbours, us_1, us_2, ratio = us_2 / us_1), alone then with one busy
+    process per core."""
+    cases = neighbour_cases(quick)
+    alone = time_threads(cases, rounds, "alone")
+    with neighbours(harness.default_threads()):
+        busy_times = time_threads(cases, rounds, "with neighbours")
+    return [{"case": str(case), "neighbours": label, "us_1": t[1], "us_2": t[2],
+             "ratio": t[2] / t[1]}
+            for label, times in (("none", alone), ("one per core", busy_times))
+            for case, t in times.items()]
+
+
+def neighbours_table(rows):
+    return markdown(
+        ("case", "neighbours", "1 thread µs", "2 threads µs", "2 thr / 1 thr",
+         f"target <= {NEIGHBOURS_TARGET}"),
+        [(r["case"], r["neighbours"], fmt_us(r["us_1"]), fmt_us(r["us_2"]), f"{r['ratio']:.2f}",
+          "-" if r["neighbours"] == "none"
+          else "met" if r["ratio"] <= NEIGHBOURS_TARGET else "MISSED") for r in rows])
+
+
+# ----------------------------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------------------------
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", nargs="+", type=int,
+                        help="thread counts (default 1 2; --quick: 1)")
+    parser.add_argument("--rounds", type=int,
+                        help="timed rounds per contender (default 5; --quick: 2)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: B=1 I=H=128 only (with --neighbours: B=1 only)")
+    parser.add_argument("--neighbours", action="store_true",
+                        help="time cells on 2 threads against 1, alone and with a busy "
+                             "process on every core, instead of the grid")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    args.threads = args.threads or ([1] if args.quick else [1, 2])
+    args.rounds = args.rounds or (2 if args.quick else 5)
+    return args
+
+
+def optional_onnx():
+    """onnxruntime when it and onnx (which builds the models) import, else None."""
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        return None
+    return harness.optional_onnxruntime()
+
+
+def print_machine(threads, quick):
+    """The FMA peak and the thread pools, before any timing; returns the peak as JSON."""
+    env = harness.environment()
+    print(f"cells {env['cells']} ({env['cells_path']}); CPU: {env['cpu']}, {env['cpus']} CPUs, "
+          f"load average {env['load_average']}; torch {env['torch']}, onnxruntime "
+          f"{env['onnxruntime']}\n")
+    try:
+        peaks = peak.fma_peak(max(threads), runs=1 if quick else 3)
+    except RuntimeError as e:     # no C compiler: the timings do not need the peak
+        print(f"FMA peak: not measured ({e})")
+        peaks = {}
+    for (dtype, n), gflops in peaks.items():
+        if dtype == "float32":
+            print(f"FMA peak float32, {n} thread(s): {gflops:.1f} GF/s")
+    if peaks and (warning := peak.uneven_cores(peaks)):
+        print(warning)
+    print("\nthread pools:\n" + "\n".join("  " + line for line in harness.threadpool_summary()),
+          flush=True)
+    return env, {f"{dtype} {n}": gflops for (dtype, n), gflops in peaks.items()}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    settings = {"threads": args.threads, "rounds": args.rounds, "quick": args.quick,
+                "round_s": ROUND_S, "settle_s": SETTLE_S, "warmup": WARMUP}
+    if args.neighbours:
+        env, peaks = print_machine([1, 2], args.quick)
+        rows = run_neighbours(args.quick, args.rounds)
+        print("\n### cells' prepared LSTM, 2 threads against 1, alone and with one busy "
+              "process per core (µs per call)\n\n" + neighbours_table(rows))
+        results = {"environment": env, "peak": peaks, "settings": settings,
+                   "neighbours": rows}
+    else:
+        # Imported before the thread pools are listed, so that theirs are among them.
+        torch, ort = harness.optional_torch(), optional_onnx()
+        env, peaks = print_machine(args.threads, args.quick)
+        rows = run_grid(grid(args.quick), args.threads, args.rounds, torch, ort)
+        targets = check_targets(rows)
+        print("\n" + tables(rows, args.threads))
+        print("### The issue's targets\n\n" + targets_table(targets))
+        results = {"environment": env, "peak": peaks, "settings": settings, "rows": rows,
+                   "targets": targets}
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
