@@ -182,3 +182,10 @@ def numpy_weights(**arrays):
             raise TypeError(f"{name}: expected a numpy.ndarray (prepared nets run on the CPU), "
                             f"got {_backend.type_name(a)}")
     real_arrays(optional=tuple(arrays), **arrays)
+
+
+def no_inputs(dtype, nIn, *state_widths):
+    """Empty stand-ins for a call's x [0, 0, nIn] and states [0, n] (one per width), so that
+    prepare checks the weights with the time loop's own checks: they are consistent with the
+    weights by construction, and only the weights' errors can show."""
+    return (np.empty((0, 0, nIn), dtype),) + tuple(np.empty((0, n), dtype) for n in state_widths)

@@ -286,9 +286,8 @@ def prepare(Wx, Wh, b, *, linear_before_reset=False, n_threads=None,
     check.numpy_weights(Wx=Wx, Wh=Wh, b=b)
     check.ndim("Wx", Wx, 2, "[nIn, 3*nOut]")
     check.ndim("Wh", Wh, 2, "[nOut, 3*nOut]")
-    _, (_, _, nIn, nOut) = check.gated_weights(np.empty((0, 0, Wx.shape[0]), Wx.dtype),
-                                               np.empty((0, Wh.shape[0]), Wx.dtype), Wx, Wh, b,
-                                               3, x_ndim=3)
+    x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0])
+    _, (_, _, nIn, nOut) = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
     bx, bhc = split_gru_bias(np, b, nOut, lbr)
     return prepare_net("gru", GruState, options, gru_family(lbr), nIn, nOut, Wx.dtype, Wx=Wx,
                        Wh=Wh, b=bx, P=bhc)

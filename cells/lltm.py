@@ -282,8 +282,8 @@ def prepare(W, b, *, n_threads=None, weights=None) -> PreparedNet:
         raise ValueError(f"W: expected shape [3S, S+nIn], got {W.shape}")
     names = (("x", "[sL, bS, nIn]"), ("W", "[3S, S+nIn]"), ("b", "[3S]"), ("hI", "[bS, S]"),
              ("cI", "[bS, S]"))
-    _check_lltm(names, 3, np.empty((0, 0, nIn), W.dtype), W, b, np.empty((0, S), W.dtype),
-                np.empty((0, S), W.dtype))
+    x, hI, cI = check.no_inputs(W.dtype, nIn, S, S)
+    _check_lltm(names, 3, x, W, b, hI, cI)
     return prepare_net("lltm", LltmState, options, "lltm", nIn, S, W.dtype, W=W, b=b)
 
 

@@ -332,8 +332,8 @@ def prepare(Wx, Wr, b, *, Wp=None, Wproj=None, cell_clip=0.0, gate_act=2, gate_a
                                          (("b", b), ("Wp", Wp), ("Wproj", Wproj))
                                          if a is not None})
     check.ndim("Wx", Wx, 2, "[nIn, 4*nOut]")
-    _, (_, _, nIn, nOut) = _check_lstm(np.empty((0, 0, Wx.shape[0]), Wx.dtype), Wx, Wr, b, None,
-                                       None, Wp, Wproj, x_ndim=3)
+    x, = check.no_inputs(Wx.dtype, Wx.shape[0])
+    _, (_, _, nIn, nOut) = _check_lstm(x, Wx, Wr, b, None, None, Wp, Wproj, x_ndim=3)
     return prepare_net("lstm", LstmState, options, "lstm", nIn, nOut, Wx.dtype, Wx=Wx, Wh=Wr,
                        b=b, P=Wp, Wproj=Wproj, clip=kernel_clip(clip), lstm_acts=acts)
 

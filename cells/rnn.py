@@ -201,9 +201,8 @@ def prepare(Wx, Wh, b, *, activation="tanh", n_threads=None, weights=None) -> Pr
     check.numpy_weights(Wx=Wx, Wh=Wh, b=b)
     check.ndim("Wx", Wx, 2, "[nIn, nOut]")
     check.ndim("Wh", Wh, 2, "[nOut, nOut]")
-    _, (_, _, nIn, nOut) = check.gated_weights(np.empty((0, 0, Wx.shape[0]), Wx.dtype),
-                                               np.empty((0, Wh.shape[0]), Wx.dtype), Wx, Wh, b,
-                                               1, x_ndim=3)
+    x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0])
+    _, (_, _, nIn, nOut) = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
     return prepare_net("rnn", RnnState, options, "rnn", nIn, nOut, Wx.dtype, Wx=Wx, Wh=Wh,
                        b=rnn_bias(b), activation=RNN_ACTIVATIONS[act])
 
