@@ -17,6 +17,7 @@ from libc.stdint cimport int64_t
 
 from cells._families cimport cells_step_options
 from cells._panels cimport PackedWeights
+from cells._team cimport cells_claims
 
 
 cdef struct Prepared:
@@ -38,6 +39,8 @@ cdef struct Loop:
                                 # unit (splits_rows)
     Py_ssize_t unit_align       # a part's block of the units starts at a multiple of this
     const Prepared *prepared    # a prepared net's weights, or NULL: the call packs its own
+    cells_claims *claims        # a prepared net's call: the tasks its parts claim, `tasks`
+    long tasks                  # per phase (a block of rows, or of panels of the units)
 
     # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
     # weights_transposed, Wᵀ (PyTorch's layout: Wx is [G, ldwx] and Wh [G, ldwh]); leading

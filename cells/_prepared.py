@@ -157,31 +157,45 @@ class PreparedNet:
             A wrong shape: x's nIn, a state of another batch size or width, a state of
             another family's net, seq_len out of [0, sL], `out` of the wrong shapes.
         """
-        if not isinstance(x, np.ndarray):
+        dtype = self.dtype
+        if type(x) is not np.ndarray and not isinstance(x, np.ndarray):
             raise TypeError(f"x: expected a numpy.ndarray, got {type_name(x)}")
-        if x.dtype != self.dtype:
-            raise TypeError(f"x: expected dtype {self.dtype} (the net's), got {x.dtype}")
-        if x.ndim == 3:
-            sL, bS, nIn = x.shape
-        elif x.ndim == 2:
-            sL, (bS, nIn) = 1, x.shape
+        if x.dtype is not dtype and x.dtype != dtype:
+            raise TypeError(f"x: expected dtype {dtype} (the net's), got {x.dtype}")
+        shape = x.shape
+        if len(shape) == 3:
+            sL, bS, nIn = shape
+        elif len(shape) == 2:
+            sL, (bS, nIn) = 1, shape
         else:
             raise ValueError(f"x: expected a 3-d array [sL, bS, nIn] or a 2-d array [bS, nIn] "
-                             f"(one step), got shape {x.shape}")
+                             f"(one step), got shape {shape}")
         if nIn != self.nIn:
             raise ValueError(f"x: expected {self.nIn} inputs (the net's nIn) in its last "
-                             f"dimension, got shape {x.shape}")
-        hI, cI = self._initial_state(state, bS)
+                             f"dimension, got shape {shape}")
+        if state is None:
+            hI = np.zeros((bS, self.nState), dtype)
+            cI = np.zeros((bS, self.nOut), dtype) if self._cell_state else None
+        elif type(state) is self.State:
+            hI = self._state_array("state.h", state[0], bS, self.nState)
+            cI = self._state_array("state.c", state[1], bS, self.nOut) if self._cell_state else None
+        else:
+            self._wrong_state(state)
         lengths = None if seq_len is None else check.seq_len(seq_len, sL, bS, x)
-        h, hL, cL = self._outputs(out, x.shape[:-1] + (self.nState,), bS)
+        if out is None:
+            h = np.empty(shape[:-1] + (self.nState,), dtype)
+            hL = np.empty((bS, self.nState), dtype)
+            cL = np.empty((bS, self.nOut), dtype) if self._cell_state else None
+        else:
+            h, hL, cL = self._checked_out(out, shape[:-1] + (self.nState,), bS)
         if n_threads is None:
             n_threads = self._n_threads
         if n_threads is None:
-            n_threads = self._default_threads(bS, max_threads())
+            n_threads = self._default_threads(bS, max_threads)
         else:
             n_threads = resolve_n_threads(n_threads, None)
-        self._weights.run(sL, bS, x if x.flags.c_contiguous else np.ascontiguousarray(x), hI,
-                          cI, h, hL, cL, lengths, n_threads)
+        self._weights.run(sL, bS, np.ascontiguousarray(x), hI, cI, h, hL, cL, lengths,
+                          n_threads)
         if out is not None:
             return NetResult(h, out[1])
         return NetResult(h, self.State(hL, cL) if self._cell_state else self.State(hL))
@@ -189,43 +203,37 @@ class PreparedNet:
     # -----------------------------------------------------------------------------------------
 
     def _default_threads(self, bS, ceiling):
-        """The threads of a call of bS rows when none are asked for: at most `ceiling`, and no
-        more than give each PREPARED_WORK_PER_THREAD multiply-adds a step."""
+        """The threads of a call of bS rows when none are asked for: at most `ceiling` (a
+        callable: max_threads reads the environment, so only a call that could use two
+        threads asks it), and no more than give each PREPARED_WORK_PER_THREAD multiply-adds a
+        step."""
         work = bS * ((self.nIn + self.nState) * self._weights.G + self.nOut * self.nState)
-        return max(1, min(ceiling, work // PREPARED_WORK_PER_THREAD))
+        if work < 2 * PREPARED_WORK_PER_THREAD:
+            return 1
+        return max(1, min(ceiling(), work // PREPARED_WORK_PER_THREAD))
 
-    def _initial_state(self, state, bS):
-        """(hI, cI): the state's arrays, checked and C-contiguous (zeros for None)."""
-        widths = (self.nState, self.nOut)
-        if state is None:
-            zeros = [np.zeros((bS, n), self.dtype) for n in widths[:len(self.State._fields)]]
-            return zeros[0], (zeros[1] if self._cell_state else None)
-        if type(state) is not self.State:
-            if isinstance(state, _STATES):
-                raise ValueError(f"state: a {type(state).__name__}, from another family's net; "
-                                 f"this {self.family} net takes a {self.State.__name__}")
-            raise TypeError(f"state: expected a {self.State.__name__} or None, got "
-                            f"{type_name(state)}")
-        arrays = [self._state_array(f"state.{name}", a, bS, n)
-                  for name, a, n in zip(state._fields, state, widths)]
-        return arrays[0], (arrays[1] if self._cell_state else None)
+    def _wrong_state(self, state):
+        """Raise the error for a state that is not a State of this net's family."""
+        if isinstance(state, _STATES):
+            raise ValueError(f"state: a {type(state).__name__}, from another family's net; "
+                             f"this {self.family} net takes a {self.State.__name__}")
+        raise TypeError(f"state: expected a {self.State.__name__} or None, got "
+                        f"{type_name(state)}")
 
     def _state_array(self, name, a, bS, n):
+        """A state's array `a` [bS, n], checked, C-contiguous (a copy of one that is not)."""
         if not isinstance(a, np.ndarray):
             raise TypeError(f"{name}: expected a numpy.ndarray, got {type_name(a)}")
         if a.dtype != self.dtype:
             raise TypeError(f"{name}: expected dtype {self.dtype} (the net's), got {a.dtype}")
         if a.shape != (bS, n):
             raise ValueError(f"{name}: expected shape {(bS, n)} = [bS, "
-                             f"{'nState' if n == self.nState else 'nOut'}] (bS from x), got "
+                             f"{'nState' if name == 'state.h' else 'nOut'}] (bS from x), got "
                              f"{a.shape}")
-        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+        return np.ascontiguousarray(a)
 
-    def _outputs(self, out, h_shape, bS):
-        """(h, hL, cL): new arrays, or out's after checking them."""
-        if out is None:
-            return (np.empty(h_shape, self.dtype), np.empty((bS, self.nState), self.dtype),
-                    np.empty((bS, self.nOut), self.dtype) if self._cell_state else None)
+    def _checked_out(self, out, h_shape, bS):
+        """(h, hL, cL): out's arrays, checked."""
         if not (isinstance(out, tuple) and len(out) == 2 and type(out[1]) is self.State):
             raise TypeError(f"out: expected None or (h, state), state a {self.State.__name__}, "
                             f"got {type_name(out)}")

@@ -1,5 +1,8 @@
 # The threads a call runs on (include/cells/team.h) for nogil Cython code, and how a call's
 # parts split its work.
+from libc.stdint cimport int64_t
+
+
 cdef extern from "cells/team.h" nogil:
     int CELLS_MAX_THREADS
 
@@ -39,3 +42,18 @@ cdef inline Units part_units(cells_part me, Py_ssize_t nOut, Py_ssize_t align) n
     mine.j0 = part_start(nOut, me.part, me.nparts, align)
     mine.j1 = part_start(nOut, me.part + 1, me.nparts, align)
     return mine
+
+
+# Work that a call's parts claim task by task (include/cells/claims.h): a prepared net's call.
+cdef extern from "cells/claims.h" nogil:
+    ctypedef struct cells_claims:
+        pass
+
+    void cells_claims_init(cells_claims *c) noexcept
+    void cells_claims_destroy(cells_claims *c) noexcept
+    # The next unclaimed task of phase g (`tasks` tasks), or -1: none left.
+    long cells_claim(cells_claims *c, long long g, long tasks) noexcept
+    void cells_claim_finished(cells_claims *c) noexcept
+    # Wait until every task of phase g is finished.
+    void cells_claims_wait(cells_claims *c, long long g, long tasks, int64_t spin_ns) noexcept
+    int64_t cells_part_spin_ns(cells_part me) noexcept

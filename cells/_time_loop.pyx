@@ -60,8 +60,9 @@ from cells._loops cimport (
     zero_units,
 )
 from cells._team cimport (
-    CELLS_MAX_THREADS, Units, cells_barrier, cells_part, cells_run_parts,
-    cells_team_register_fork_handler, part_start, part_units,
+    CELLS_MAX_THREADS, Units, cells_barrier, cells_claim, cells_claim_finished, cells_claims,
+    cells_claims_destroy, cells_claims_init, cells_claims_wait, cells_part, cells_part_spin_ns,
+    cells_run_parts, cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
     CELLS_PANEL_TN_C_BYTES, CELLS_PANEL_WIDTH_D, CELLS_PANEL_WIDTH_F, PackedWeights, free_packed, gemm_packed, pack_weights,
@@ -170,9 +171,9 @@ cdef inline real *offset(const real *a, Py_ssize_t k) noexcept nogil:
 
 
 cdef struct Share:
-    # What one part of a pass owns: the batch rows [r0, r1), the units [j0, j0 + n) of every
-    # gate block and the state columns [s0, s0 + ns) (its units, unless the output is
-    # projected).
+    # What one part of a pass owns (or one task of a prepared net's call): the batch rows
+    # [r0, r1), the units [j0, j0 + n) of every gate block and the state columns [s0, s0 + ns)
+    # (its units, unless the output is projected).
     Py_ssize_t r0, r1, j0, n, s0, ns
 
 
@@ -220,20 +221,63 @@ cdef inline void project_chunk(const Loop *L, PackedWeights wx, const real *x, c
                 chunk + (k * bS + r0) * G + j0, G, L.nOut)
 
 
-cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
-    """Part `me` of the forward pass of L (`zero`, 0 in the call's dtype, picks the
-    instantiation)."""
+cdef enum:
+    # The stages of a forward step: the state times the gate blocks [0, h_blocks) and the
+    # family's step; a two-phase family's other blocks times its aux (the reset-before GRU);
+    # the output's projection (with Wproj). Each ends where the next reads what every share
+    # of it wrote.
+    PHASE_0, PHASE_1, PROJECTION
+
+
+cdef struct Task:
+    # A share of the forward's work and the weights it multiplies: a part's own (its packed
+    # columns), or one a prepared net's call claims (views of whole panels).
+    Share s
+    PackedWeights wx, wh, wproj
+
+
+cdef inline Task prepared_task(const Loop *L, Py_ssize_t task, Py_ssize_t tasks,
+                               real zero) noexcept nogil:
+    """Task `task` of `tasks` of a prepared net's step: a block of the rows where L.rows_split,
+    else a block of whole panels of the units (and of the state columns)."""
+    cdef cells_part part
+    part.part, part.nparts = task, tasks
+    cdef Task w
+    w.s = part_share(L, part)
+    w.wx = panel_columns(&zero, L.prepared.wx, w.s.j0, w.s.n)
+    w.wh = panel_columns(&zero, L.prepared.wh, w.s.j0, w.s.n)
+    w.wproj = panel_columns(&zero, L.prepared.wproj, w.s.s0, w.s.ns)
+    return w
+
+
+cdef inline int last_stage(const Loop *L) noexcept nogil:
+    """The stage a forward step ends with."""
     cdef cells_family_info fam = cells_families[L.family]
-    cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G
-    cdef Py_ssize_t nState = L.nState
+    if L.Wproj != NULL or (L.prepared != NULL and L.prepared.wproj.P != NULL):
+        return PROJECTION
+    return PHASE_1 if fam.h_blocks < fam.gates else PHASE_0
+
+
+cdef inline bint has_stage(const Loop *L, int stage) noexcept nogil:
+    cdef cells_family_info fam = cells_families[L.family]
+    return (stage == PHASE_0 or (stage == PHASE_1 and fam.h_blocks < fam.gates)
+            or (stage == PROJECTION and last_stage(L) == PROJECTION))
+
+
+cdef void forward_stage(const Loop *L, const Task *w, Py_ssize_t t, int stage,
+                        real zero) noexcept nogil:
+    """Stage `stage` of loop step t for w's rows [r0, r1), units [j0, j0 + n) and state
+    columns [s0, s0 + ns): PHASE_0 starts with the input projection where a chunk of steps
+    starts; the step's last stage ends with its rows' outputs and next states (or, past a
+    row's end, its frozen state and zeros)."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
+    cdef Py_ssize_t r0 = w.s.r0, r1 = w.s.r1, j0 = w.s.j0, n = w.s.n, s0 = w.s.s0, ns = w.s.ns
     cdef const real *x = <const real *>L.x
     cdef const real *hI = <const real *>L.hI
     cdef const real *cI = <const real *>L.cI
-    cdef const real *Wx = <const real *>L.Wx
-    cdef const real *Wh = <const real *>L.Wh
     cdef const real *b = <const real *>L.b
     cdef const real *P = <const real *>L.P
-    cdef const real *Wproj = <const real *>L.Wproj
     cdef real *gx = <real *>L.gx
     cdef real *gh = <real *>L.gh
     cdef real *hs = <real *>L.hs
@@ -244,119 +288,170 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef real *m = <real *>L.m
     cdef real *ms = <real *>L.ms
     cdef real *h = <real *>L.h
-    cdef real *hL = <real *>L.hL
-    cdef real *cL = <real *>L.cL
     # Elements between time indices of gates and aux: 0 where one step's scratch is reused.
     cdef Py_ssize_t gates_step = bS * G if L.keep else 0
     cdef Py_ssize_t aux_step = bS * nOut if L.keep and fam.aux_kept else 0
-    cdef bint two_phases = fam.h_blocks < fam.gates
-    cdef bint projected = Wproj != NULL
+    cdef bint projected = last_stage(L) == PROJECTION
     # row: a batch row; slot = tau·bS + row: its place in the [sL, bS, ...] arrays;
-    # at = row·nOut + j0: the thread's first unit of the row in the [bS, nOut] arrays;
+    # at = row·nOut + j0: the share's first unit of the row in the [bS, nOut] arrays;
     # hat = row·nState + s0: its first state column in the [bS, nState] arrays.
-    cdef Py_ssize_t r0, r1, j0, n, s0, ns, k, t, row, tau, length, at, hat, slot
-    # t1, tau0: the loop steps and first time index of an input-projection chunk; first: the
-    # time index at gx's start.
-    cdef Py_ssize_t t1, tau0, first = 0
-    # A [rows, lda]: what a phase multiplies by its gate blocks [k0, k1) of op(Wh).
-    cdef Py_ssize_t phase, k0, k1, lda
+    cdef Py_ssize_t k, row, tau, length, at, hat, slot
+    # t0, t1: the loop steps of t's input-projection chunk, tau0 its first time index;
+    # first: the time index at gx's start.
+    cdef Py_ssize_t t0 = t - t % L.chunk_steps, t1 = min(sL, t0 + L.chunk_steps)
+    cdef Py_ssize_t tau0 = t0 if L.forward else sL - t1
+    cdef Py_ssize_t first = 0 if L.gx_steps == sL else tau0
+    # A [rows, lda]: what the stage multiplies by its gate blocks [k0, k1) of op(Wh).
+    cdef Py_ssize_t k0, k1, lda
     cdef const real *A
-    cdef const real *hcur
-    cdef const real *ccur
-    cdef real *hnxt
-    cdef real *cnxt
-    cdef real *out
-    cdef PackedWeights wx, wh, wproj
-    cdef Share mine = part_share(L, me)
-    r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
-    if L.prepared != NULL:  # packed whole by prepare(): this thread's panels of them
-        projected = L.prepared.wproj.P != NULL
-        wh = panel_columns(Wh, L.prepared.wh, j0, n)
-        wproj = panel_columns(Wproj, L.prepared.wproj, s0, ns)
-        wx = panel_columns(Wx, L.prepared.wx, j0, n)
-    else:
-        wh = gate_column_weights(L, r1 - r0, Wh, L.ldwh, nState, fam.gates, j0, n)
-        if projected:
-            wproj = call_weights(L, r1 - r0, Wproj + s0, 0, 1, nOut, ns, nState, AS_IS)
-        wx = gate_column_weights(L, r1 - r0, Wx, L.ldwx, L.nIn, fam.gates, j0, n)
+    cdef const real *hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
+    cdef const real *ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
+    cdef real *hnxt = hs + ((t + 1) % 2) * bS * nState
+    cdef real *cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
+    cdef real *out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
 
-    for t in range(sL):
-        if t % L.chunk_steps == 0:
-            # The input projection of loop steps [t, t1) (time indices [tau0, tau0 + t1 - t)):
-            # gx = x·op(Wx) + b, this thread's columns; gx starts at time index `first`.
-            t1 = min(sL, t + L.chunk_steps)
-            tau0 = t if L.forward else sL - t1
-            first = 0 if L.gx_steps == sL else tau0
-            project_chunk(L, wx, x, b, tau0, t1 - t, r0, r1, j0, gx + (tau0 - first) * bS * G)
-        hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
-        ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
-        hnxt = hs + ((t + 1) % 2) * bS * nState
-        cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
-        out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
-        # Phase 0 multiplies the state by the gate blocks [0, h_blocks); a second phase
-        # multiplies the first one's aux by the others (the reset-before GRU).
-        for phase in range(2 if two_phases else 1):
-            if phase == 0:
-                k0, k1, A, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
-            else:
-                meet_over_units(L, me)  # every thread's aux is in place
-                k0, k1, A, lda = fam.h_blocks, fam.gates, aux + r0 * nOut, nOut
-            for k in range(k0, k1):
-                gemm_packed(r1 - r0, A, lda, wh, k, OVERWRITE, gh + r0 * G + k * nOut + j0, G)
-            for row in range(r0, r1):
-                length = row_len(L.seq_len, row, sL)
-                if t < length:
-                    tau = step_time(t, length, L.forward)
-                    at = row * nOut + j0
-                    forward_step(L.family, phase == 1, &L.options, n, nOut,
-                                 gx + ((tau - first) * bS + row) * G + j0, gh + row * G + j0,
-                                 NULL if projected else hcur + at, offset(ccur, at),
-                                 offset(P, j0), gates + tau * gates_step + row * G + j0,
-                                 offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
-        if projected:
-            meet_over_units(L, me)  # every thread's m is in place
-            gemm_packed(r1 - r0, ms + r0 * nOut, nOut, wproj, 0, OVERWRITE,
-                        hnxt + r0 * nState + s0, nState)
+    if stage == PROJECTION:
+        gemm_packed(r1 - r0, ms + r0 * nOut, nOut, w.wproj, 0, OVERWRITE,
+                    hnxt + r0 * nState + s0, nState)
+    else:
+        if stage == PHASE_0:
+            if t == t0:  # gx = x·op(Wx) + b for the chunk's steps, the share's columns
+                project_chunk(L, w.wx, x, b, tau0, t1 - t0, r0, r1, j0,
+                              gx + (tau0 - first) * bS * G)
+            k0, k1, A, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
+        else:
+            k0, k1, A, lda = fam.h_blocks, fam.gates, aux + r0 * nOut, nOut
+        for k in range(k0, k1):
+            gemm_packed(r1 - r0, A, lda, w.wh, k, OVERWRITE, gh + r0 * G + k * nOut + j0, G)
         for row in range(r0, r1):
             length = row_len(L.seq_len, row, sL)
-            at, hat = row * nOut + j0, row * nState + s0
             if t < length:
-                slot = step_time(t, length, L.forward) * bS + row
-                copy_units(ns, hnxt + hat, h + slot * nState + s0)
-                if L.keep and fam.cell_state:
-                    copy_units(n, cnxt + at, c + slot * nOut + j0)
-                if L.keep and projected:
-                    copy_units(n, ms + at, m + slot * nOut + j0)
-                continue
-            # Past the row's end: its state is frozen, and time index t is padding.
-            slot = t * bS + row
-            copy_units(ns, hcur + hat, hnxt + hat)
-            zero_units(ns, h + slot * nState + s0)
-            if fam.cell_state:
-                copy_units(n, ccur + at, cnxt + at)
-            if L.keep:
-                for k in range(fam.gates):
-                    zero_units(n, gates + slot * G + k * nOut + j0)
-                if fam.cell_state:
-                    zero_units(n, c + slot * nOut + j0)
-                if aux_step:
-                    zero_units(n, aux + slot * nOut + j0)
-                if projected:
-                    zero_units(n, m + slot * nOut + j0)
-        meet_over_units(L, me)  # the new state is complete before any thread multiplies it
-    if L.prepared == NULL:
-        free_packed(&wx)
-        free_packed(&wh)
-        if projected:
-            free_packed(&wproj)
-
-    hcur = hI if sL == 0 else <const real *>(hs + (sL % 2) * bS * nState)
-    ccur = cI if sL == 0 else <const real *>offset(cs, (sL % 2) * bS * nOut)
+                tau = step_time(t, length, L.forward)
+                at = row * nOut + j0
+                forward_step(L.family, stage == PHASE_1, &L.options, n, nOut,
+                             gx + ((tau - first) * bS + row) * G + j0, gh + row * G + j0,
+                             NULL if projected else hcur + at, offset(ccur, at),
+                             offset(P, j0), gates + tau * gates_step + row * G + j0,
+                             offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
+    if stage != last_stage(L):
+        return
     for row in range(r0, r1):
+        length = row_len(L.seq_len, row, sL)
+        at, hat = row * nOut + j0, row * nState + s0
+        if t < length:
+            slot = step_time(t, length, L.forward) * bS + row
+            copy_units(ns, hnxt + hat, h + slot * nState + s0)
+            if L.keep and fam.cell_state:
+                copy_units(n, cnxt + at, c + slot * nOut + j0)
+            if L.keep and projected:
+                copy_units(n, ms + at, m + slot * nOut + j0)
+            continue
+        # Past the row's end: its state is frozen, and time index t is padding.
+        slot = t * bS + row
+        copy_units(ns, hcur + hat, hnxt + hat)
+        zero_units(ns, h + slot * nState + s0)
+        if fam.cell_state:
+            copy_units(n, ccur + at, cnxt + at)
+        if L.keep:
+            for k in range(fam.gates):
+                zero_units(n, gates + slot * G + k * nOut + j0)
+            if fam.cell_state:
+                zero_units(n, c + slot * nOut + j0)
+            if aux_step:
+                zero_units(n, aux + slot * nOut + j0)
+            if projected:
+                zero_units(n, m + slot * nOut + j0)
+
+
+cdef void final_state(const Loop *L, const Share *s, real zero) noexcept nogil:
+    """hL and cL (where given) of s's rows, units and state columns: the state after the last
+    step."""
+    cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, nState = L.nState, row
+    cdef const real *hcur = (<const real *>L.hI if sL == 0
+                             else <const real *>L.hs + (sL % 2) * bS * nState)
+    cdef const real *ccur = (<const real *>L.cI if sL == 0
+                             else <const real *>offset(<const real *>L.cs, (sL % 2) * bS * nOut))
+    cdef real *hL = <real *>L.hL
+    cdef real *cL = <real *>L.cL
+    for row in range(s.r0, s.r1):
         if hL != NULL:
-            copy_units(ns, hcur + row * nState + s0, hL + row * nState + s0)
+            copy_units(s.ns, hcur + row * nState + s.s0, hL + row * nState + s.s0)
         if cL != NULL:
-            copy_units(n, ccur + row * nOut + j0, cL + row * nOut + j0)
+            copy_units(s.n, ccur + row * nOut + s.j0, cL + row * nOut + s.j0)
+
+
+cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part `me` of the forward pass of L (`zero`, 0 in the call's dtype, picks the
+    instantiation): its share, on its own packed columns of the weights, meeting the other
+    parts between the stages of every step."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef const real *Wx = <const real *>L.Wx
+    cdef const real *Wh = <const real *>L.Wh
+    cdef const real *Wproj = <const real *>L.Wproj
+    cdef Py_ssize_t t
+    cdef int stage
+    cdef Task mine
+    mine.s = part_share(L, me)
+    cdef Py_ssize_t rows = mine.s.r1 - mine.s.r0
+    mine.wh = gate_column_weights(L, rows, Wh, L.ldwh, L.nState, fam.gates, mine.s.j0,
+                                  mine.s.n)
+    if Wproj != NULL:
+        mine.wproj = call_weights(L, rows, Wproj + mine.s.s0, 0, 1, L.nOut, mine.s.ns,
+                                  L.nState, AS_IS)
+    mine.wx = gate_column_weights(L, rows, Wx, L.ldwx, L.nIn, fam.gates, mine.s.j0, mine.s.n)
+    for t in range(L.sL):
+        for stage in range(PHASE_0, last_stage(L) + 1):
+            if has_stage(L, stage):
+                if stage != PHASE_0:
+                    meet_over_units(L, me)  # every part's aux (or m) is in place
+                forward_stage(L, &mine, t, stage, zero)
+        meet_over_units(L, me)  # the new state is complete before any part multiplies it
+    free_packed(&mine.wx)
+    free_packed(&mine.wh)
+    if Wproj != NULL:
+        free_packed(&mine.wproj)
+    final_state(L, &mine.s, zero)
+
+
+cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part `me` of a prepared net's forward pass (L.prepared, L.claims): the tasks it claims
+    (claims.h), on views of the net's packed weights. Where the units split, a task is a block
+    of whole panels for one stage of one step, and the parts meet at the end of every stage
+    only when they wait for the last of its tasks; where the rows split, a task is a block of
+    rows over every step, and they never meet."""
+    cdef Py_ssize_t t, task
+    cdef long long phase = 0
+    cdef int stage
+    cdef long tasks = L.tasks
+    cdef int64_t spin_ns = cells_part_spin_ns(me)
+    cdef Task w
+    if L.rows_split:
+        task = cells_claim(L.claims, 0, tasks)
+        while task >= 0:
+            w = prepared_task(L, task, tasks, zero)
+            for t in range(L.sL):
+                for stage in range(PHASE_0, last_stage(L) + 1):
+                    if has_stage(L, stage):
+                        forward_stage(L, &w, t, stage, zero)
+            final_state(L, &w.s, zero)
+            cells_claim_finished(L.claims)
+            task = cells_claim(L.claims, 0, tasks)
+        return
+    for t in range(L.sL + 1):
+        for stage in range(PHASE_0, last_stage(L) + 1):
+            if not has_stage(L, stage) or (t == L.sL and stage != PHASE_0):
+                continue
+            task = cells_claim(L.claims, phase, tasks)
+            while task >= 0:
+                w = prepared_task(L, task, tasks, zero)
+                if t < L.sL:
+                    forward_stage(L, &w, t, stage, zero)
+                else:  # after the last step: the final states
+                    final_state(L, &w.s, zero)
+                cells_claim_finished(L.claims)
+                task = cells_claim(L.claims, phase, tasks)
+            cells_claims_wait(L.claims, phase, tasks, spin_ns)
+            phase += 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -649,6 +744,14 @@ cdef void forward_double(void *L, cells_part me) noexcept nogil:
     forward_loop(<const Loop *>L, me, <double>0)
 
 
+cdef void prepared_float(void *L, cells_part me) noexcept nogil:
+    prepared_forward_loop(<const Loop *>L, me, <float>0)
+
+
+cdef void prepared_double(void *L, cells_part me) noexcept nogil:
+    prepared_forward_loop(<const Loop *>L, me, <double>0)
+
+
 cdef void backward_float(void *L, cells_part me) noexcept nogil:
     backward_loop(<const Loop *>L, me, <float>0)
 
@@ -718,7 +821,7 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
         (L.options.cell_act.code, L.options.cell_act.alpha, L.options.cell_act.beta), \
         (L.options.out_act.code, L.options.out_act.alpha, L.options.out_act.beta) = lstm_acts
     set_seq_len(L, seq_len)
-    L.unit_align, L.prepared = UNIT_ALIGN, NULL
+    L.unit_align, L.prepared, L.claims, L.tasks = UNIT_ALIGN, NULL, NULL, 0
     L.weights_transposed = W is not None or weights_transposed
     if W is not None:
         # W [G, nOut + nIn] (PyTorch's layout), columns h then x: op(Wh) = W[:, :nOut]ᵀ.
@@ -955,9 +1058,17 @@ cdef class PreparedWeights:
         L.aux = <char *>L.cs + cs_len * itemsize
         L.ms = <char *>L.aux + aux_len * itemsize
         L.c = L.m = NULL
+        # The tasks the parts claim: blocks of MIN_ROWS_PER_THREAD rows, or of whole panels
+        # of the units.
+        L.tasks = (max(1, bS // MIN_ROWS_PER_THREAD) if L.rows_split
+                   else (L.nOut + L.unit_align - 1) // L.unit_align)
+        cdef cells_claims claims
+        L.claims = &claims
         cdef bint single = self.dtype == np.float32
         with nogil:
-            cells_run_parts(L.n_threads, forward_float if single else forward_double, &L)
+            cells_claims_init(&claims)
+            cells_run_parts(L.n_threads, prepared_float if single else prepared_double, &L)
+            cells_claims_destroy(&claims)
         free(scratch)
 
     def weights(self):
