@@ -101,7 +101,10 @@ class PreparedNet:
     """
 
     __slots__ = ("family", "State", "nIn", "nOut", "nState", "dtype", "nbytes", "options",
-                 "_weights", "_loop", "_n_threads", "_cell_state")
+                 "_weights", "_loop", "_n_threads", "_cell_state", "_row_work")
+
+    # What a call returns (for PreparedWeights.call).
+    Result = NetResult
 
     def __init__(self, family, State, weights, loop, options):
         self.family, self.State, self._weights, self._loop = family, State, weights, loop
@@ -110,6 +113,8 @@ class PreparedNet:
         self.options = dict(options)
         self._n_threads = options["n_threads"]
         self._cell_state = len(State._fields) == 2
+        # multiply-adds a step per batch row: the input and recurrent products, the projection
+        self._row_work = (self.nIn + self.nState) * weights.G + self.nOut * self.nState
 
     def __repr__(self):
         return (f"PreparedNet(family={self.family!r}, nIn={self.nIn}, nOut={self.nOut}, "
@@ -157,8 +162,13 @@ class PreparedNet:
             A wrong shape: x's nIn, a state of another batch size or width, a state of
             another family's net, seq_len out of [0, sL], `out` of the wrong shapes.
         """
+        return self._weights.call(self, x, state, seq_len, out, n_threads)
+
+    def _checked_call(self, x, state, seq_len, out, n_threads):
+        """__call__ with every argument checked (and a non-C-contiguous x or state copied):
+        the calls that PreparedWeights.call's quick checks do not take."""
         dtype = self.dtype
-        if type(x) is not np.ndarray and not isinstance(x, np.ndarray):
+        if not isinstance(x, np.ndarray):
             raise TypeError(f"x: expected a numpy.ndarray, got {type_name(x)}")
         if x.dtype is not dtype and x.dtype != dtype:
             raise TypeError(f"x: expected dtype {dtype} (the net's), got {x.dtype}")
@@ -188,12 +198,8 @@ class PreparedNet:
             cL = np.empty((bS, self.nOut), dtype) if self._cell_state else None
         else:
             h, hL, cL = self._checked_out(out, shape[:-1] + (self.nState,), bS)
-        if n_threads is None:
-            n_threads = self._n_threads
-        if n_threads is None:
-            n_threads = self._default_threads(bS, max_threads)
-        else:
-            n_threads = resolve_n_threads(n_threads, None)
+        n_threads = (self._call_threads(bS) if n_threads is None
+                     else resolve_n_threads(n_threads, None))
         self._weights.run(sL, bS, np.ascontiguousarray(x), hI, cI, h, hL, cL, lengths,
                           n_threads)
         if out is not None:
@@ -202,12 +208,21 @@ class PreparedNet:
 
     # -----------------------------------------------------------------------------------------
 
+    def _call_threads(self, bS):
+        """The threads of a call of bS rows without n_threads: the net's n_threads, else
+        _default_threads."""
+        if self._n_threads is not None:
+            return self._n_threads
+        if bS * self._row_work < 2 * PREPARED_WORK_PER_THREAD:
+            return 1
+        return self._default_threads(bS, max_threads)
+
     def _default_threads(self, bS, ceiling):
         """The threads of a call of bS rows when none are asked for: at most `ceiling` (a
         callable: max_threads reads the environment, so only a call that could use two
         threads asks it), and no more than give each PREPARED_WORK_PER_THREAD multiply-adds a
         step."""
-        work = bS * ((self.nIn + self.nState) * self._weights.G + self.nOut * self.nState)
+        work = bS * self._row_work
         if work < 2 * PREPARED_WORK_PER_THREAD:
             return 1
         return max(1, min(ceiling(), work // PREPARED_WORK_PER_THREAD))

@@ -1016,6 +1016,69 @@ cdef class PreparedWeights:
         free_packed(&self.packed.wh)
         free_packed(&self.packed.wproj)
 
+    def call(self, net, x, state, seq_len, out, n_threads):
+        """net(x, state, seq_len=seq_len, out=out, n_threads=n_threads) for the net these
+        weights are (cells._prepared.PreparedNet): the common call (x and the state's arrays
+        C-contiguous and of the net's dtype object, no seq_len, no n_threads, out None or of the
+        right arrays) checked here, in a few comparisons, and run; any other goes through
+        net._checked_call, which checks everything and says what is wrong."""
+        cdef cells_family_info fam = cells_families[self.problem.family]
+        cdef Py_ssize_t sL, bS, nd
+        cdef cnp.ndarray xa
+        if seq_len is not None or n_threads is not None or type(x) is not np.ndarray:
+            return net._checked_call(x, state, seq_len, out, n_threads)
+        xa = <cnp.ndarray>x
+        nd = cnp.PyArray_NDIM(xa)
+        if (<object>cnp.PyArray_DESCR(xa) is not self.dtype or not 2 <= nd <= 3
+                or cnp.PyArray_DIM(xa, nd - 1) != self.nIn or not cnp.PyArray_IS_C_CONTIGUOUS(xa)):
+            return net._checked_call(x, state, seq_len, out, n_threads)
+        sL = cnp.PyArray_DIM(xa, 0) if nd == 3 else 1
+        bS = cnp.PyArray_DIM(xa, nd - 2)
+        State = net.State
+        if state is None:
+            hI = np.zeros((bS, self.nState), self.dtype)
+            cI = np.zeros((bS, self.nOut), self.dtype) if fam.cell_state else None
+        elif (type(state) is State and self._is_state(state, bS, False)):
+            hI = state[0]
+            cI = state[1] if fam.cell_state else None
+        else:
+            return net._checked_call(x, state, seq_len, out, n_threads)
+        if out is None:
+            h = np.empty(((sL,) if nd == 3 else ()) + (bS, self.nState), self.dtype)
+            hL = np.empty((bS, self.nState), self.dtype)
+            cL = np.empty((bS, self.nOut), self.dtype) if fam.cell_state else None
+        elif (isinstance(out, tuple) and len(out) == 2 and type(out[1]) is State
+                and self._is_state(out[1], bS, True)
+                and self._is_array(out[0], nd, sL, bS, self.nState, True)):
+            h, hL = out[0], out[1][0]
+            cL = out[1][1] if fam.cell_state else None
+        else:
+            return net._checked_call(x, state, seq_len, out, n_threads)
+        self.run(sL, bS, x, hI, cI, h, hL, cL, None, net._call_threads(bS))
+        if out is not None:
+            return net.Result(h, out[1])
+        return net.Result(h, State(hL, cL) if fam.cell_state else State(hL))
+
+    cdef bint _is_state(self, state, Py_ssize_t bS, bint writes):
+        """Whether the arrays of `state` (a State) are [bS, nState] and [bS, nOut] arrays as
+        call() takes them."""
+        cdef cells_family_info fam = cells_families[self.problem.family]
+        return (self._is_array(state[0], 2, 1, bS, self.nState, writes)
+                and (not fam.cell_state or self._is_array(state[1], 2, 1, bS, self.nOut, writes)))
+
+    cdef bint _is_array(self, a, Py_ssize_t nd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t n,
+                        bint writes):
+        """Whether `a` is a C-contiguous ndarray of the net's dtype object, [sL, bS, n] (nd 3)
+        or [bS, n] (nd 2), and writeable where it is written."""
+        if type(a) is not np.ndarray:
+            return False
+        cdef cnp.ndarray arr = <cnp.ndarray>a
+        return (<object>cnp.PyArray_DESCR(arr) is self.dtype and cnp.PyArray_NDIM(arr) == nd
+                and (nd == 2 or cnp.PyArray_DIM(arr, 0) == sL)
+                and cnp.PyArray_DIM(arr, nd - 2) == bS and cnp.PyArray_DIM(arr, nd - 1) == n
+                and cnp.PyArray_IS_C_CONTIGUOUS(arr)
+                and (not writes or cnp.PyArray_ISWRITEABLE(arr)))
+
     def run(self, Py_ssize_t sL, Py_ssize_t bS, x, hI, cI, h, hL, cL, seq_len,
             int n_threads):
         """The forward loop over x [sL, bS, nIn] from hI [bS, nState] (and cI [bS, nOut]):

@@ -406,3 +406,33 @@ def test_the_docstring_examples_run(prepare):
     for test in finder.find(prepare, globs={}):
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_the_common_calls_take_the_quick_checks(monkeypatch):
+    """x and the state as a server passes them (C-contiguous, the net's dtype), with or without
+    out=, are checked by PreparedWeights.call alone; anything else goes through the full
+    checks (_checked_call)."""
+    net, *_ = make_case("lstm", np.float32)
+    rng = np.random.default_rng(13)
+    x, state = inputs(net, rng), random_state(net, bS, rng)
+    result = net(x, state)
+    slow = []
+    monkeypatch.setattr(type(net), "_checked_call",
+                        lambda self, *args: slow.append(args) or result)
+    net(x, state)
+    net(x[0], state)
+    net(x, None)
+    net(x, state, out=result)
+    assert slow == []
+    net(x, state, n_threads=1)
+    net(np.asfortranarray(x), state)
+    assert len(slow) == 2
+
+
+def test_copied_inputs_give_the_same_bits(dtype):
+    """A non-C-contiguous x or state (copied by the full checks) and a C-contiguous one."""
+    net, *_ = make_case("gru_reset_before", dtype)
+    rng = np.random.default_rng(14)
+    x, state = inputs(net, rng), random_state(net, bS, rng)
+    strided = net.State(np.asfortranarray(state.h))
+    assert_same_result(net(np.asfortranarray(x), strided), net(x, state), "copied inputs")
