@@ -1019,13 +1019,15 @@ cdef class PreparedWeights:
     def call(self, net, x, state, seq_len, out, n_threads):
         """net(x, state, seq_len=seq_len, out=out, n_threads=n_threads) for the net these
         weights are (cells._prepared.PreparedNet): the common call (x and the state's arrays
-        C-contiguous and of the net's dtype object, no seq_len, no n_threads, out None or of the
-        right arrays) checked here, in a few comparisons, and run; any other goes through
+        C-contiguous and of the net's dtype object, no seq_len, n_threads None or an int in range,
+        out None or of the right arrays) checked here, in a few comparisons, and run; any other goes through
         net._checked_call, which checks everything and says what is wrong."""
         cdef cells_family_info fam = cells_families[self.problem.family]
         cdef Py_ssize_t sL, bS, nd
         cdef cnp.ndarray xa
-        if seq_len is not None or n_threads is not None or type(x) is not np.ndarray:
+        if (seq_len is not None or type(x) is not np.ndarray
+                or not (n_threads is None
+                        or type(n_threads) is int and 1 <= n_threads <= CELLS_MAX_THREADS)):
             return net._checked_call(x, state, seq_len, out, n_threads)
         xa = <cnp.ndarray>x
         nd = cnp.PyArray_NDIM(xa)
@@ -1054,7 +1056,8 @@ cdef class PreparedWeights:
             cL = out[1][1] if fam.cell_state else None
         else:
             return net._checked_call(x, state, seq_len, out, n_threads)
-        self.run(sL, bS, x, hI, cI, h, hL, cL, None, net._call_threads(bS))
+        self.run(sL, bS, x, hI, cI, h, hL, cL, None,
+                 net._call_threads(bS) if n_threads is None else n_threads)
         if out is not None:
             return net.Result(h, out[1])
         return net.Result(h, State(hL, cL) if fam.cell_state else State(hL))

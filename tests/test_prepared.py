@@ -423,8 +423,9 @@ def test_the_common_calls_take_the_quick_checks(monkeypatch):
     net(x[0], state)
     net(x, None)
     net(x, state, out=result)
+    net(x, state, n_threads=2)
     assert slow == []
-    net(x, state, n_threads=1)
+    net(x, state, seq_len=np.full(bS, sL))
     net(np.asfortranarray(x), state)
     assert len(slow) == 2
 
