@@ -227,6 +227,8 @@ cdef enum:
     # the output's projection (with Wproj). Each ends where the next reads what every share
     # of it wrote.
     PHASE_0, PHASE_1, PROJECTION
+    # and, in a prepared net's call (claimed_phase), the final states after the last step
+    FINAL_STATE
 
 
 cdef struct Task:
@@ -422,36 +424,43 @@ cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcep
     cdef Py_ssize_t t, task
     cdef long long phase = 0
     cdef int stage
-    cdef long tasks = L.tasks
-    cdef int64_t spin_ns = cells_part_spin_ns(me)
     cdef Task w
     if L.rows_split:
-        task = cells_claim(L.claims, 0, tasks)
+        task = cells_claim(L.claims, 0, L.tasks)
         while task >= 0:
-            w = prepared_task(L, task, tasks, zero)
+            w = prepared_task(L, task, L.tasks, zero)
             for t in range(L.sL):
                 for stage in range(PHASE_0, last_stage(L) + 1):
                     if has_stage(L, stage):
                         forward_stage(L, &w, t, stage, zero)
             final_state(L, &w.s, zero)
             cells_claim_finished(L.claims)
-            task = cells_claim(L.claims, 0, tasks)
+            task = cells_claim(L.claims, 0, L.tasks)
         return
-    for t in range(L.sL + 1):
+    for t in range(L.sL):
         for stage in range(PHASE_0, last_stage(L) + 1):
-            if not has_stage(L, stage) or (t == L.sL and stage != PHASE_0):
-                continue
-            task = cells_claim(L.claims, phase, tasks)
-            while task >= 0:
-                w = prepared_task(L, task, tasks, zero)
-                if t < L.sL:
-                    forward_stage(L, &w, t, stage, zero)
-                else:  # after the last step: the final states
-                    final_state(L, &w.s, zero)
-                cells_claim_finished(L.claims)
-                task = cells_claim(L.claims, phase, tasks)
-            cells_claims_wait(L.claims, phase, tasks, spin_ns)
-            phase += 1
+            if has_stage(L, stage):
+                claimed_phase(L, me, phase, t, stage, zero)
+                phase += 1
+    claimed_phase(L, me, phase, L.sL, FINAL_STATE, zero)
+
+
+cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_t t, int stage,
+                        real zero) noexcept nogil:
+    """Phase `phase` of a prepared net's call where the units split: the tasks of stage `stage`
+    of step t (FINAL_STATE: the final states, after the last step) that this part claims, then
+    the wait for the others' (claims.h)."""
+    cdef Task w
+    cdef Py_ssize_t task = cells_claim(L.claims, phase, L.tasks)
+    while task >= 0:
+        w = prepared_task(L, task, L.tasks, zero)
+        if stage == FINAL_STATE:
+            final_state(L, &w.s, zero)
+        else:
+            forward_stage(L, &w, t, stage, zero)
+        cells_claim_finished(L.claims)
+        task = cells_claim(L.claims, phase, L.tasks)
+    cells_claims_wait(L.claims, phase, L.tasks, cells_part_spin_ns(me))
 
 
 # ---------------------------------------------------------------------------------------------
