@@ -1,13 +1,15 @@
-"""cells.torch's modules against torch's own: the time of a training step.
+"""cells.torch's modules against torch's own: the time of a training step, and of inference.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. python benchmarks/torch_modules.py
     PYTHONPATH=. python benchmarks/torch_modules.py --quick      # small shape, 1 thread, 1 sample
     PYTHONPATH=. python benchmarks/torch_modules.py --shapes medium --threads 2 --repeats 5 \\
         --out torch_modules.json
+    PYTHONPATH=. python benchmarks/torch_modules.py --parts inference step --repeats 15
 
-Three parts, float32, each case at every thread count of --threads (torch.set_num_threads
-around both contenders: cells.torch runs on torch.get_num_threads() threads), the contenders
-alternated after a warm-up call (harness.time_alternating), medians of --repeats samples:
+Five parts (--parts), float32, each case at every thread count of --threads
+(torch.set_num_threads around every contender: cells.torch runs on at most
+torch.get_num_threads() threads), the contenders alternated after a warm-up call
+(harness.time_alternating), medians of --repeats samples:
 
 1. stacks: a training step (forward, loss = MSE against a fixed random target, backward, SGD
    step) of torch.nn.GRU, torch.nn.LSTM and the LSTM with proj_size = H/2 (LSTMP) with 1 and 2
@@ -19,7 +21,13 @@ alternated after a warm-up call (harness.time_alternating), medians of --repeats
 3. overhead: ct.GRU / ct.LSTM, one layer, forward and backward of loss = output.sum() (the
    input requires grad), against cells.gruTimeLoop + gruTimeLoopBp (lstmLayerTimeLoop + Bp)
    called directly on the module's weights as NumPy arrays in cells' layout, on the shapes of
-   part 1.
+   part 1;
+4. inference: the forward of a 2-layer bidirectional GRU and LSTM under torch.inference_mode,
+   T=100 B=4 I=H=64 (cells.torch on its prepared nets), torch against cells.torch;
+5. step: one step (T=1 B=1 I=H=128) of an LSTM under inference_mode from a given state (a
+   server's call, the state carried in): the bare prepared net of the module's weights
+   (cells.lstm.prepare, n_threads=None), cells.torch's module and torch's; overhead = module
+   µs - net µs.
 
 ratio = torch ms / cells ms (above 1: cells.torch is faster); overhead = module ms / loops ms
 - 1. Every row also gives the max abs difference between the contenders' first outputs and
@@ -28,6 +36,7 @@ work, not an accuracy test (tests/test_torch_modules.py is that). After the tabl
 targets are printed with the measured extreme and met or MISSED.
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -54,6 +63,9 @@ def proj_size(cell, H):
     return H // 2 if cell == "LSTMP" else 0
 STACKS = ((1, False), (2, False), (1, True), (2, True))   # (num_layers, bidirectional)
 PACKED_T, PACKED_B, PACKED_H = 100, 64, (128, 256)
+PARTS = ("stacks", "packed", "overhead", "inference", "step")
+INFERENCE_T, INFERENCE_B, INFERENCE_H = 100, 4, 64
+STEP_H = 128
 
 # Issue 10's targets: (part, cell or None for both, the bound, "min" ratio or "max" overhead).
 TARGETS = (
@@ -69,6 +81,7 @@ def parse_args(argv):
     parser.add_argument("--shapes", nargs="+", choices=("small", "medium", "large"),
                         default=["small", "medium", "large"], help="shapes of parts 1 and 3")
     parser.add_argument("--cells", nargs="+", choices=tuple(CELLS), default=list(CELLS))
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--repeats", type=int, default=2, help="timed samples per contender")
     parser.add_argument("--quick", action="store_true",
@@ -115,12 +128,12 @@ def training_contender(name, module, make_input, target, threads):
     return harness.Contender(name, run, lambda: harness._torch_threads(torch, threads))
 
 
-def timed_rows(contenders, repeats, case):
+def timed_rows(contenders, repeats, case, **timing):
     """Time the contenders alternated; one row per contender with case's keys, ms, the ratio
     (the first contender's ms / this one's: the first is the reference) and the max abs
     differences of the outputs and gradients to the reference's (None for another problem: the
-    padded batch of a packed case)."""
-    samples, outputs = harness.time_alternating(contenders, repeats)
+    padded batch of a packed case). `timing`: harness.time_alternating's options."""
+    samples, outputs = harness.time_alternating(contenders, repeats, **timing)
     ms = {name: 1e3 * median(s) for name, s in samples.items()}
     first = contenders[0].name
     rows = []
@@ -130,7 +143,8 @@ def timed_rows(contenders, repeats, case):
         rows.append({**case, "contender": c.name, "ms": ms[c.name],
                      "ratio": ms[first] / ms[c.name],
                      "diff_out": max_abs_diff(out, ref_out) if same_problem else None,
-                     "diff_grad": max_abs_diff(grad, ref_grad) if same_problem else None})
+                     "diff_grad": max_abs_diff(grad, ref_grad)
+                     if same_problem and grad is not None else None})
     return rows
 
 
@@ -235,6 +249,66 @@ def overhead_rows(cell, shape_name, threads, repeats):
     return rows
 
 
+@contextlib.contextmanager
+def inference(threads):
+    """torch.inference_mode on `threads` threads, entered around a contender's samples (not
+    per call: entering it costs µs, which part 5 would count as the module's)."""
+    with harness._torch_threads(torch, threads), torch.inference_mode():
+        yield
+
+
+def inference_contender(name, module, x, threads):
+    """The module's forward on x under torch.inference_mode. Returns (output, None)."""
+    return harness.Contender(name, lambda: (module(x)[0], None), lambda: inference(threads))
+
+
+def inference_rows(cell, threads, repeats):
+    """Part 4: torch's and cells.torch's forward under inference_mode, 2 layers, both
+    directions."""
+    T, B, H = INFERENCE_T, INFERENCE_B, INFERENCE_H
+    reference, module = module_pair(cell, H, H, 2, True)
+    torch.manual_seed(1)
+    x = 2 * torch.rand(T, B, H) - 1
+    contenders = [inference_contender(name, m, x, threads)
+                  for name, m in (("torch", reference), ("cells", module))]
+    case = {"part": "inference", "cell": cell, "shape": "inference", "T": T, "B": B, "I": H,
+            "H": H, "layers": 2, "bidirectional": True, "threads": threads}
+    return timed_rows(contenders, repeats, case)
+
+
+def step_rows(threads, repeats):
+    """Part 5: one LSTM step from a given state, the bare prepared net against the
+    cells.torch module and torch's; each row's overhead_us is its µs per call minus the
+    net's."""
+    reference, module = module_pair("LSTM", STEP_H, STEP_H, 1, False)
+    torch.manual_seed(1)
+    x = 2 * torch.rand(1, 1, STEP_H) - 1
+    with inference(threads):
+        _, hx = module(x)
+    b = (module.bias_ih_l0 + module.bias_hh_l0).detach().numpy()
+    net = cells.lstm.prepare(module.weight_ih_l0.detach().numpy().T,
+                             module.weight_hh_l0.detach().numpy().T, b)
+    xa, state = x.numpy(), net.State(hx[0][0].numpy(), hx[1][0].numpy())
+
+    def bare_net():
+        return torch.from_numpy(net(xa, state).h), None
+
+    def stepped(m):
+        return lambda: (m(x, hx)[0], None)
+
+    contenders = [harness.Contender(name, run, lambda: inference(threads))
+                  for name, run in (("net", bare_net), ("cells", stepped(module)),
+                                    ("torch", stepped(reference)))]
+    case = {"part": "step", "cell": "LSTM", "shape": "step", "T": 1, "B": 1, "I": STEP_H,
+            "H": STEP_H, "layers": 1, "bidirectional": False, "threads": threads}
+    # samples of 0.1 s: a call lasts µs, and the first ones after the sleep that starts a
+    # sample (harness.time_alternating) run on cold caches
+    rows = timed_rows(contenders, repeats, case, min_sample_s=0.1)
+    for r in rows:
+        r["overhead_us"] = 1e3 * (r["ms"] - rows[0]["ms"])
+    return rows
+
+
 def format_table(rows):
     """Aligned text table of the rows."""
     def fmt(d):
@@ -246,7 +320,8 @@ def format_table(rows):
               f"T={r['T']} B={r['B']} H={r['H']}" + (f", {r['shape']}" if r["part"] == "packed"
                                                       else ""),
               str(r["layers"]), "bi" if r["bidirectional"] else "uni", str(r["threads"]),
-              r["contender"], f"{r['ms']:.2f}", f"{r['ratio']:.2f}", fmt(r["diff_out"]),
+              r["contender"], f"{r['ms']:.4f}" if r["part"] == "step" else f"{r['ms']:.2f}",
+              f"{r['ratio']:.2f}", fmt(r["diff_out"]),
               fmt(r["diff_grad"])) for r in rows]
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
     right = {"layers", "thr", "ms", "ratio", "|d out|", "|d grad|"}
@@ -288,26 +363,38 @@ def main(argv=None):
     for line in harness.threadpool_summary():
         print("  " + line)
     rows, t0 = [], time.perf_counter()
+    parts = set(args.parts)
     for threads in args.threads:
         for cell in args.cells:
-            for shape_name in args.shapes:
-                for num_layers, bidirectional in STACKS:
-                    rows += stack_rows(cell, shape_name, num_layers, bidirectional, threads,
-                                       args.repeats)
+            if "stacks" in parts:
+                for shape_name in args.shapes:
+                    for num_layers, bidirectional in STACKS:
+                        rows += stack_rows(cell, shape_name, num_layers, bidirectional,
+                                           threads, args.repeats)
             if cell == "LSTMP":
                 continue
-            for H in args.packed_h:
-                rows += packed_rows(cell, H, threads, args.repeats)
-            for shape_name in args.shapes:
-                rows += overhead_rows(cell, shape_name, threads, args.repeats)
+            if "packed" in parts:
+                for H in args.packed_h:
+                    rows += packed_rows(cell, H, threads, args.repeats)
+            if "overhead" in parts:
+                for shape_name in args.shapes:
+                    rows += overhead_rows(cell, shape_name, threads, args.repeats)
+            if "inference" in parts:
+                rows += inference_rows(cell, threads, args.repeats)
+        if "step" in parts:
+            rows += step_rows(threads, args.repeats)
         print(f"{threads} thread(s) done ({time.perf_counter() - t0:.0f} s, load "
               f"{harness.load_average()})", flush=True)
     print()
     print(format_table(rows))
-    print("\nms = median per training step; ratio = the first row of a case's ms / this row's "
-          "(cells: torch ms / cells ms, above 1: cells.torch is faster; cells.torch: loops ms "
-          "/ module ms); |d out|, |d grad| = max abs difference of the output and of "
-          "weight_hh_l0's gradient to the first row's")
+    for r in rows:
+        if r["part"] == "step" and r["contender"] != "net":
+            print(f"step, {r['threads']} thread(s): {r['contender']} {r['overhead_us']:.1f} µs "
+                  f"per call over the bare net")
+    print("\nms = median per training step (inference, step: per forward call); ratio = the "
+          "first row of a case's ms / this row's (cells: torch ms / cells ms, above 1: "
+          "cells.torch is faster; cells.torch: loops ms / module ms); |d out|, |d grad| = max "
+          "abs difference of the output and of weight_hh_l0's gradient to the first row's")
     targets = check_targets(rows)
     print("\nissue 10's targets:")
     for t in targets:

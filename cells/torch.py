@@ -19,12 +19,26 @@ Tensors are float32 or float64, on the CPU or on a CUDA device. On the CPU the k
 them as NumPy arrays sharing their memory (tensor.numpy(); a strided one is copied by the
 kernel, except the transposes of torch's weight_ih and weight_hh, which the time loop reads
 where they are, writing their gradients in torch's layout; weight_hr's is copied), their
-results become tensors without a copy (torch.from_numpy), and every call runs on
-torch.get_num_threads() threads. CUDA tensors run on cells' GPU backend (CuPy, cells[gpu]) as
+results become tensors without a copy (torch.from_numpy), and every call runs on the threads
+cells chooses for its size (n_threads=None), at most torch.get_num_threads(): torch's count is
+a ceiling, not a demand that a call too small to gain from a second thread would pay for. CUDA
+tensors run on cells' GPU backend (CuPy, cells[gpu]) as
 CuPy arrays sharing their memory through DLPack, both ways, with CuPy's device and stream set to
 the tensor's device and torch's current stream on it: cells' kernels and cuBLAS calls queue
 behind and before torch's own work, as a torch operator's would. Another dtype or device, or a
 call mixing CPU and CUDA tensors, is a TypeError naming the argument.
+
+Inference. A CPU call that needs no gradient (under torch.no_grad() or torch.inference_mode(),
+or with no tensor that requires grad) runs each layer and direction on a prepared net
+(cells.gru.prepare, ...: the weights validated and packed once), kept on the module and
+prepared again when one of its weights changed: its version counter moved (an optimizer step,
+load_state_dict, an in-place write under no_grad) or it is another tensor (.to(), .double(),
+a new Parameter, ``param.data = t``). A write through ``param.data`` is not seen (autograd does
+not count it either): write under torch.no_grad() instead. A reverse direction runs forward on
+each row's steps reversed (a packed batch's rows each over their own length), its outputs put
+back in time order. The nets are not pickled or copied with the module; weights that are
+inference tensors (a module made under inference_mode: no version counter), CUDA tensors and
+torch.compile run on the time loop operators below.
 
 Autograd and torch.compile. Each time loop is a custom operator (torch.library, namespace
 "cells"), with a fake (meta) implementation and a backward formula:
@@ -55,8 +69,9 @@ modules too, which dynamo then traces instead of breaking the graph).
 import copy
 import functools
 import math
-from typing import Optional
+from typing import NamedTuple, Optional
 
+import numpy as np
 import torch
 import torch._dynamo
 from torch import Tensor
@@ -65,6 +80,8 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 import cells
 from cells import _backend, cuda
+from cells._prepared import PreparedNet
+from cells._threads import resolve_n_threads
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell", "LLTM", "convert"]
 
@@ -81,7 +98,7 @@ def _check_tensor(name, t):
     """A TypeError unless t is a float32 or float64 tensor on the CPU or a CUDA device."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
-    if t.device.type not in ("cpu", "cuda"):
+    if not (t.is_cpu or t.is_cuda):
         raise TypeError(f"{name}: expected a CPU or CUDA tensor, got device {t.device}")
     if t.dtype not in _REAL_DTYPES:
         raise TypeError(f"{name}: expected dtype torch.float32 or torch.float64, got {t.dtype}")
@@ -135,6 +152,13 @@ def _lengths(seq_len):
 def _tensor(a):
     """A result (a NumPy or CuPy array) as a tensor sharing its memory."""
     return torch.from_dlpack(a) if _backend.on_gpu(a) else torch.from_numpy(a)
+
+
+def _n_threads(x, nOut):
+    """The threads of a time loop call on x [sL, bS, nIn] with nOut units: those cells chooses
+    for it (n_threads=None), at most torch.get_num_threads(). torch's count is a ceiling, as
+    for its own operators: a call too small to gain from a second thread runs on one."""
+    return min(resolve_n_threads(None, (*x.shape, nOut)), torch.get_num_threads())
 
 
 def _consumable(name, t):
@@ -205,7 +229,7 @@ def gru_time_loop(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
     arrays = (_array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh),
               _array("b", b))
     options = dict(linear_before_reset=True, seq_len=_lengths(seq_len), forward=forward,
-                   n_threads=torch.get_num_threads())
+                   n_threads=_n_threads(x, hI.shape[1]))
     if not keep_workspace:
         return _tensor(cells.gruTimeLoop(*arrays, **options)), _no_workspace(x), _no_workspace(x)
     h, ws = cells.gruTimeLoop(*arrays, return_workspace=True, **options)
@@ -239,7 +263,7 @@ def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
     grads = cells.gruTimeLoopBp(
         _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
         _array("dLdh", dLdh), workspace=workspace, linear_before_reset=True, seq_len=lengths,
-        forward=forward, input_grad=input_grad, n_threads=torch.get_num_threads())
+        forward=forward, input_grad=input_grad, n_threads=_n_threads(x, hI.shape[1]))
     dLdx, dLdhI, dLdWx, dLdWh, dLdb = _grad_tensors(grads, x)
     return dLdx, dLdhI, _gradient_like(Wx, dLdWx), _gradient_like(Wh, dLdWh), dLdb
 
@@ -291,7 +315,7 @@ def lstm_time_loop(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor, cI:
     arrays = (_array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b),
               _array("hI", hI), _array("cI", cI))
     options = dict(Wproj=_array("Wproj", Wproj), seq_len=_lengths(seq_len), forward=forward,
-                   n_threads=torch.get_num_threads())
+                   n_threads=_n_threads(x, cI.shape[1]))
     if not keep_workspace:
         h, hL, cL = cells.lstmLayerTimeLoop(*arrays, **options)
         return (_tensor(h), _tensor(hL), _tensor(cL), *(_no_workspace(x) for _ in range(3)))
@@ -335,7 +359,7 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
         _array("cI", cI), _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL),
         dLdcL=_array("dLdcL", dLdcL), Wproj=_array("Wproj", Wproj), seq_len=lengths,
         forward=forward, workspace=workspace, input_grad=input_grad,
-        n_threads=torch.get_num_threads())
+        n_threads=_n_threads(x, cI.shape[1]))
     dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI = _grad_tensors(grads[:6], x)
     dLdWproj = _no_workspace(x) if Wproj is None else _tensor(grads.dLdWproj)
     return (dLdx, _gradient_like(Wx, dLdWx), _gradient_like(Wr, dLdWr), dLdb, dLdhI, dLdcI,
@@ -390,7 +414,7 @@ def lltm_time_loop(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
     arrays = (_array("x", x), _array("W", W), _array("b", b), _array("hI", hI),
               _array("cI", cI))
     options = dict(seq_len=_lengths(seq_len), forward=forward,
-                   n_threads=torch.get_num_threads())
+                   n_threads=_n_threads(x, hI.shape[1]))
     if not keep_workspace:
         h, hL, cL = cells.lltmTimeLoop(*arrays, **options)
         return _tensor(h), _tensor(hL), _tensor(cL), _no_workspace(x), _no_workspace(x)
@@ -426,7 +450,7 @@ def lltm_time_loop_backward(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Ten
         _array("x", x), _array("W", W), _array("b", b), _array("hI", hI), _array("cI", cI),
         _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL), dLdcL=_array("dLdcL", dLdcL),
         seq_len=lengths, forward=forward, workspace=workspace, input_grad=input_grad,
-        n_threads=torch.get_num_threads())
+        n_threads=_n_threads(x, hI.shape[1]))
     return _grad_tensors(grads, x)
 
 
@@ -474,7 +498,7 @@ def rnn_time_loop(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor, acti
     arrays = (_array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh),
               _array("b", b))
     options = dict(activation=activation, seq_len=_lengths(seq_len), forward=forward,
-                   n_threads=torch.get_num_threads())
+                   n_threads=_n_threads(x, hI.shape[1]))
     if not keep_workspace:
         return _tensor(cells.rnnTimeLoop(*arrays, **options)), _no_workspace(x)
     h, ws = cells.rnnTimeLoop(*arrays, return_workspace=True, **options)
@@ -505,7 +529,7 @@ def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Ten
     grads = cells.rnnTimeLoopBp(
         _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
         _array("dLdh", dLdh), workspace=workspace, activation=activation, seq_len=lengths,
-        forward=forward, input_grad=input_grad, n_threads=torch.get_num_threads())
+        forward=forward, input_grad=input_grad, n_threads=_n_threads(x, hI.shape[1]))
     dLdx, dLdhI, dLdWx, dLdWh, dLdb = _grad_tensors(grads, x)
     return dLdx, dLdhI, _gradient_like(Wx, dLdWx), _gradient_like(Wh, dLdWh), dLdb
 
@@ -541,6 +565,141 @@ rnn_time_loop_backward.register_autograd(_raise_double_backward("cells::rnn_time
 
 
 # ---------------------------------------------------------------------------------------------
+# Prepared nets: the calls that need no gradient
+# ---------------------------------------------------------------------------------------------
+
+class _LayerNet(NamedTuple):
+    """The prepared net of one layer and direction, with what it was prepared from: its
+    weights' stamps (_stamps), and the weights' tensors, held so that their memory is not freed
+    and reused at the same address (which would make a new tensor look like the old one) while
+    the net is kept."""
+
+    stamps: list
+    weights: list
+    net: PreparedNet
+
+
+class _KeptNets(NamedTuple):
+    """A module's prepared nets (index layer * num_directions + direction), kept for the calls
+    on tensors of `dtype` while every parameter's stamp is in `stamps`."""
+
+    stamps: list
+    dtype: torch.dtype
+    layers: list
+    nets: list
+
+
+def _stamps(tensors):
+    """Each tensor's (version counter, data pointer), None skipped: a stamp changes with every
+    in-place write autograd tracks, and when a parameter becomes another tensor. A RuntimeError
+    for an inference tensor, which has no version counter."""
+    return [(t._version, t.data_ptr()) for t in tensors if t is not None]
+
+
+class _PreparedNets:
+    """Inference on prepared nets, for every module: a call that needs no gradient runs on
+    cells' PreparedNet of each layer and direction, kept on the module and prepared again when
+    one of its weights changed. A subclass lists its weights, _layer_weights() -> [one tuple of
+    tensors (or None) per layer and direction], and says how one tuple becomes a net:
+    _prepare(weights) -> PreparedNet.
+
+    A weight has changed when its stamp (_stamps) has: an in-place write autograd tracks (an
+    optimizer step, load_state_dict, a write under torch.no_grad()) or a new tensor (.to(),
+    .double(), ``param.data = t``). A write through ``.data`` (``param.data.copy_(t)``) is one
+    autograd does not track, and is not seen either. One list of stamps over all the module's
+    parameters keeps the common call cheap; when it differs, each layer's own stamps say which
+    nets to prepare again.
+    """
+
+    def _nets(self, x, *states):
+        """The prepared nets of a call on x from the initial states (tensors), in index order;
+        or None where the call runs on the time loop operators: when autograd records it (a
+        tensor needs a gradient), under torch.compile (which traces the operators), for a
+        tensor off the CPU, or for weights a net cannot be prepared from (not CPU tensors of
+        x's dtype, or inference tensors: a module made under torch.inference_mode)."""
+        if not x.is_cpu or torch.compiler.is_compiling():
+            return None
+        parameters = self._parameters.values()
+        if torch.is_grad_enabled() and (
+                any(t.requires_grad for t in (x, *states))
+                or any(p is not None and p.requires_grad for p in parameters)):
+            return None
+        try:
+            stamps = _stamps(parameters)
+        except RuntimeError:
+            return None
+        kept = self.__dict__.get("_prepared_nets")
+        if kept is not None and kept.stamps == stamps and kept.dtype == x.dtype:
+            return kept.nets
+        weights = self._layer_weights()
+        if not all(w.is_cpu and w.dtype == x.dtype for layer in weights for w in layer
+                   if w is not None):
+            return None
+        layers = [self._layer_net(index, layer, kept) for index, layer in enumerate(weights)]
+        kept = _KeptNets(stamps, x.dtype, layers, [layer.net for layer in layers])
+        self.__dict__["_prepared_nets"] = kept
+        return kept.nets
+
+    def _layer_net(self, index, weights, kept):
+        """The _LayerNet of one layer and direction: the kept one while its weights' stamps
+        are the same, else prepared now."""
+        stamps = _stamps(weights)
+        if (kept is not None and index < len(kept.layers)
+                and kept.layers[index].stamps == stamps):
+            return kept.layers[index]
+        return _LayerNet(stamps, [w.detach() for w in weights if w is not None],
+                         self._prepare(weights))
+
+    def __getstate__(self):
+        """The module's attributes but its prepared nets: a copy or an unpickled module
+        prepares its own."""
+        state = super().__getstate__()
+        state.pop("_prepared_nets", None)
+        return state
+
+
+def _call(net, x, state, **options):
+    """net(x, state) on the threads cells chooses for the call, at most torch.get_num_threads()
+    (which the net asks only for a call large enough to use two); x [sL, bS, nIn] or
+    [bS, nIn], NumPy."""
+    n_threads = net._default_threads(x.shape[-2], torch.get_num_threads)
+    return net(x, state, n_threads=n_threads, **options)
+
+
+def _net_step(net, x, states):
+    """One step of a prepared net on x [bS, nIn] from the initial states (tensors; None:
+    zeros). Returns the states after it, as tensors."""
+    start = None if states is None else net.State(*(s.detach().numpy() for s in states))
+    _, state = _call(net, x.detach().numpy(), start)
+    return tuple(torch.from_numpy(s) for s in state)
+
+
+def _time_reversed(a, lengths):
+    """a [sL, bS, n] with each row's first lengths[b] steps in reverse order (lengths None: all
+    sL), the steps after them in place: the reverse direction's inputs in the order a net runs
+    them, and its own inverse, which puts the net's outputs back at their time steps."""
+    if lengths is None:
+        return a[::-1]
+    t = np.arange(a.shape[0])[:, None]
+    return a[np.where(t < lengths, lengths - 1 - t, t), np.arange(a.shape[1])]
+
+
+def _numpy(tensors):
+    """Tensors (None: absent) as NumPy arrays sharing their memory."""
+    return tuple(None if t is None else t.detach().numpy() for t in tensors)
+
+
+def _gru_rnn_weights(weights):
+    """(Wx, Wh, b) of a GRU's or RNN's torch weights, as NumPy arrays: weight_ih and
+    weight_hh transposed (F-ordered views, which a net reads without a copy), and b the rows
+    [bias_ih, bias_hh] (zeros without bias)."""
+    weight_ih, weight_hh, bias_ih, bias_hh, _ = _numpy(weights)
+    if bias_ih is None:
+        return weight_ih.T, weight_hh.T, np.zeros(weight_ih.shape[0], weight_ih.dtype)
+    return weight_ih.T, weight_hh.T, np.stack([bias_ih, bias_hh])
+
+
+# ---------------------------------------------------------------------------------------------
 # One layer and direction of each family, on torch's parameters
 # ---------------------------------------------------------------------------------------------
 
@@ -560,11 +719,12 @@ def _final_state(h, lengths, forward):
     return h[lengths - 1, torch.arange(h.shape[1])]
 
 
-class _Family:
+class _Family(_PreparedNets):
     """What a family's modules (the stack and the cell) share: its states, as a tuple (hx,) or
-    (h0, c0), their sizes, and how one layer and direction runs on cells' time loop:
+    (h0, c0), their sizes, how one layer and direction runs on cells' time loop:
     _run(x [sL, bS, nIn], states, (weight_ih, weight_hh, bias_ih, bias_hh, weight_hr), lengths,
-    forward) -> (h [sL, bS, H], final states). The weights are torch's (bias None without bias,
+    forward) -> (h [sL, bS, H], final states), and how its weights become a prepared net:
+    _prepare(weights) -> PreparedNet. The weights are torch's (bias None without bias,
     weight_hr None but for an LSTM with proj_size > 0); cells' layout is their transpose
     (torch's gate order is cells')."""
 
@@ -591,6 +751,9 @@ class _GruFamily(_Family):
                                                 _keep_workspace(x, hI, Wx, Wh, b))
         return h, (_final_state(h, lengths, forward),)
 
+    def _prepare(self, weights):
+        return cells.gru.prepare(*_gru_rnn_weights(weights), linear_before_reset=True)
+
 
 class _LstmFamily(_Family):
     _state_names = _cell_state_names = ("hx[0]", "hx[1]")
@@ -616,6 +779,12 @@ class _LstmFamily(_Family):
             _keep_workspace(x, Wx, Wr, b, hI, cI, Wproj))
         return h, (hL, cL)
 
+    def _prepare(self, weights):
+        weight_ih, weight_hh, bias_ih, bias_hh, weight_hr = _numpy(weights)
+        return cells.lstm.prepare(weight_ih.T, weight_hh.T,
+                                  None if bias_ih is None else bias_ih + bias_hh,
+                                  Wproj=None if weight_hr is None else weight_hr.T)
+
 
 class _RnnFamily(_Family):
     def _run(self, x, states, weights, lengths, forward):
@@ -626,6 +795,9 @@ class _RnnFamily(_Family):
                                              forward, _keep_workspace(x, hI, Wx, Wh, b))
         return h, (_final_state(h, lengths, forward),)
 
+    def _prepare(self, weights):
+        return cells.rnn.prepare(*_gru_rnn_weights(weights), activation=self.nonlinearity)
+
 
 def _check_states(names, states, like):
     """The initial states: float32 or float64 tensors on the device of the input `like` (a
@@ -635,14 +807,19 @@ def _check_states(names, states, like):
         if s.device != like.device:
             raise TypeError(f"{name}: expected a tensor on {like.device} (the input's device), "
                             f"got {s.device}")
-        _check_tensor(name, s)
         if s.dtype != dtype:
+            _check_tensor(name, s)   # a dtype cells does not run: a TypeError, as for the input
             raise RuntimeError(f"{name}: expected dtype {dtype} (the input's), got {s.dtype}")
 
 
 # ---------------------------------------------------------------------------------------------
 # GRU, LSTM, RNN
 # ---------------------------------------------------------------------------------------------
+
+# A stack's weights of one layer and direction: these names followed by "_l{layer}", and
+# "_reverse" for the reverse direction.
+_WEIGHT_NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+
 
 class _Stack:
     """forward() of torch.nn.GRU, LSTM and RNN on cells' time loops, layer by layer."""
@@ -652,11 +829,9 @@ class _Stack:
         if isinstance(input, PackedSequence):
             data, batch_sizes, sorted_indices, unsorted_indices = input
             _check_tensor("input", data)
-            states = self._initial_states(states, data, int(batch_sizes[0]))
-            if sorted_indices is not None:
+            if states is not None and sorted_indices is not None:
                 states = tuple(s.index_select(1, sorted_indices) for s in states)
-            self.check_forward_args(data, self._hx(states), batch_sizes)
-            _check_states(self._state_names, states, data)
+            self._check_args(data, states, batch_sizes)
             # time-major and in the packed (sorted) batch order, as the packed states
             x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
             y, hidden = self._layers(x, states, lengths)
@@ -681,15 +856,22 @@ class _Stack:
         if not batched:
             input = input.unsqueeze(0 if self.batch_first else 1)
         x = input.transpose(0, 1) if self.batch_first else input
-        states = self._initial_states(states, input, x.shape[1])
-        self.check_forward_args(input, self._hx(states), None)
-        _check_states(self._state_names, states, input)
+        self._check_args(input, states, None)
         if x.shape[0] == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         y, hidden = self._layers(x, states, None)
         if not batched:
             return y.squeeze(1), self._hx(tuple(s.squeeze(1) for s in hidden))
         return (y.transpose(0, 1) if self.batch_first else y), self._hx(hidden)
+
+    def _check_args(self, input, states, batch_sizes):
+        """torch's checks of the input (a PackedSequence's data with its batch_sizes) and of
+        the initial states (None: zeros, nothing to check)."""
+        if states is None:
+            self.check_input(input, batch_sizes)
+        else:
+            self.check_forward_args(input, self._hx(states), batch_sizes)
+            _check_states(self._state_names, states, input)
 
     def _initial_states(self, states, input, batch):
         """The given states, or zeros [num_layers * num_directions, batch, size] (sizes from
@@ -699,10 +881,28 @@ class _Stack:
         layers = self.num_layers * (2 if self.bidirectional else 1)
         return tuple(input.new_zeros((layers, batch, size)) for size in self._state_sizes())
 
+    def _layer_weights(self):
+        """Each layer and direction's weights (weight_ih, weight_hh, bias_ih, bias_hh,
+        weight_hr; None where absent), index layer * dirs + direction."""
+        directions = ("", "_reverse") if self.bidirectional else ("",)
+        return [tuple(getattr(self, f"{name}_l{layer}{direction}", None)
+                      for name in _WEIGHT_NAMES)
+                for layer in range(self.num_layers) for direction in directions]
+
     def _layers(self, x, states, lengths):
         """Run every layer and direction on x [sL, bS, nIn] (time-major) from the initial
-        states [num_layers * dirs, bS, H] (index layer * dirs + direction) and lengths [bS] (or
-        None). Returns (the last layer's outputs [sL, bS, dirs * H], the final states)."""
+        states [num_layers * dirs, bS, H] (index layer * dirs + direction; None: zeros) and
+        lengths [bS] (or None): on the prepared nets where no gradient is needed, else on the
+        time loop operators. Returns (the last layer's outputs [sL, bS, dirs * H], the final
+        states)."""
+        nets = self._nets(x, *(states or ()))
+        if nets is not None:
+            return self._net_layers(nets, x, states, lengths)
+        return self._op_layers(x, self._initial_states(states, x, x.shape[1]), lengths)
+
+    def _op_layers(self, x, states, lengths):
+        """_layers on the time loop operators, from the given states."""
+        weights = self._layer_weights()
         dirs = 2 if self.bidirectional else 1
         finals = []
         for layer in range(self.num_layers):
@@ -710,15 +910,37 @@ class _Stack:
                 x = F.dropout(x, self.dropout, training=True)
             outputs = []
             for d in range(dirs):
-                suffix = f"_l{layer}" + ("_reverse" if d else "")
-                weights = tuple(getattr(self, f"{name}{suffix}", None) for name in (
-                    "weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"))
-                y, final = self._run(x, tuple(s[layer * dirs + d] for s in states), weights,
+                index = layer * dirs + d
+                y, final = self._run(x, tuple(s[index] for s in states), weights[index],
                                      lengths, forward=d == 0)
                 outputs.append(y)
                 finals.append(final)
             x = outputs[0] if dirs == 1 else torch.cat(outputs, 2)
         return x, tuple(torch.stack(layer_states) for layer_states in zip(*finals))
+
+    def _net_layers(self, nets, x, states, lengths):
+        """_layers on the prepared nets, in NumPy: each net writes its final states into the
+        stacked results; a reverse direction runs forward over each row's steps reversed
+        (_time_reversed)."""
+        dirs = 2 if self.bidirectional else 1
+        a = np.ascontiguousarray(x.detach().numpy())
+        sL, bS = a.shape[0], a.shape[1]
+        starts = None if states is None else [s.detach().numpy() for s in states]
+        finals = [np.empty((len(nets), bS, size), a.dtype) for size in self._state_sizes()]
+        seq_len = None if lengths is None else lengths.numpy()
+        for layer in range(self.num_layers):
+            if layer > 0 and self.dropout > 0 and self.training:
+                a = F.dropout(torch.from_numpy(a), self.dropout, training=True).numpy()
+            outputs = []
+            for d in range(dirs):
+                index, net = layer * dirs + d, nets[layer * dirs + d]
+                start = None if starts is None else net.State(*[s[index] for s in starts])
+                h = np.empty((sL, bS, net.nState), a.dtype)
+                _call(net, a if d == 0 else _time_reversed(a, seq_len), start, seq_len=seq_len,
+                      out=(h, net.State(*[f[index] for f in finals])))
+                outputs.append(h if d == 0 else _time_reversed(h, seq_len))
+            a = outputs[0] if dirs == 1 else np.concatenate(outputs, axis=2)
+        return torch.from_numpy(a), tuple([torch.from_numpy(f) for f in finals])
 
 
 class GRU(_GruFamily, _Stack, torch.nn.GRU):
@@ -759,18 +981,26 @@ class _Cell:
         if not batched:
             input = input.unsqueeze(0)
             states = None if states is None else tuple(s.unsqueeze(0) for s in states)
-        if states is None:
-            states = tuple(input.new_zeros((input.shape[0], size)) for size in self._state_sizes())
-        self._check_sizes(input, states)
-        weights = (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None)
-        _, hidden = self._run(input[None], states, weights, None, True)
+        self._check_sizes(input, states or ())
+        nets = self._nets(input, *(states or ()))
+        if nets is not None:
+            hidden = _net_step(nets[0], input, states)
+        else:
+            if states is None:
+                states = tuple(input.new_zeros((input.shape[0], size))
+                               for size in self._state_sizes())
+            _, hidden = self._run(input[None], states, self._layer_weights()[0], None, True)
         if not batched:
             hidden = tuple(s.squeeze(0) for s in hidden)
         return self._hx(hidden)
 
+    def _layer_weights(self):
+        """The cell's weights, as one layer's: (weight_ih, weight_hh, bias_ih, bias_hh, None)."""
+        return [(self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None)]
+
     def _check_sizes(self, input, states):
-        """torch's checks of a cell's arguments, in its order (sizes, then dtypes), with its
-        exception types and messages."""
+        """torch's checks of a cell's arguments (states: those given), in its order (sizes, then
+        dtypes), with its exception types and messages."""
         if input.shape[1] != self.input_size:
             raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
                                f"expected {self.input_size}")
@@ -803,7 +1033,7 @@ class RNNCell(_RnnFamily, _Cell, torch.nn.RNNCell):
 # LLTM
 # ---------------------------------------------------------------------------------------------
 
-class LLTM(torch.nn.Module):
+class LLTM(_PreparedNets, torch.nn.Module):
     """The LLTM of PyTorch's C++-extension tutorial on cells' LLTM time loop (one step).
 
     Parameters as the tutorial's: weights [3S, nIn + S] (columns: old_h, then input; rows:
@@ -838,10 +1068,19 @@ class LLTM(torch.nn.Module):
             if t.dim() != 2 or t.shape[1] != size or t.shape[0] != input.shape[0]:
                 raise ValueError(f"{name}: expected shape [B, {size}] (B from input), got "
                                  f"{list(t.shape)}")
+        nets = self._nets(input, old_h, old_cell)
+        if nets is not None:
+            return _net_step(nets[0], input, (old_h, old_cell))
         _, new_h, new_cell, _, _ = torch.ops.cells.lltm_time_loop(
             input[None], self.weights, self.bias, old_h, old_cell, None, True,
             _keep_workspace(input, self.weights, self.bias, old_h, old_cell))
         return new_h, new_cell
+
+    def _layer_weights(self):
+        return [(self.weights, self.bias)]
+
+    def _prepare(self, weights):
+        return cells.lltm.prepare(*_numpy(weights))
 
     def extra_repr(self):
         return f"{self.input_features}, {self.state_size}"
