@@ -1,18 +1,21 @@
 """A child forked after a threaded call (multiprocessing's default start method on Linux) runs
 its calls on the threads it asks for, with the parent's results: it takes them from cells' own
-team, which starts its workers anew in the child (include/cells/team.h), also when another
-thread of the parent was in a threaded call at the fork. (The parent's threads come from
-OpenMP's pool, which a forked child would wait for forever.) Every child is bounded by a
-timeout and killed if it hangs."""
+team, which starts its workers anew in the child (include/cells/team.h). (The parent's threads
+come from OpenMP's pool, which a forked child would wait for forever.) A fork made while
+another thread of the parent is in a call waits until that call has returned, so that the
+child inherits nothing the call held. Every child is bounded by a timeout and killed if it
+hangs."""
 import multiprocessing
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
 
 import cells
+from cells import _time_loop
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux" or "fork" not in
                                 multiprocessing.get_all_start_methods(),
@@ -48,12 +51,17 @@ def _child(queue):
     queue.put((by_default, by_three, at_start, _team_workers()))
 
 
-def _in_forked_child():
-    """What _child computes, in a forked child; fails (instead of hanging) after TIMEOUT_S."""
+def _start_child(target=_child, args=()):
+    """A forked child running target(queue, *args), and the queue it puts its result on."""
     fork = multiprocessing.get_context("fork")
     queue = fork.Queue()
-    child = fork.Process(target=_child, args=(queue,))
+    child = fork.Process(target=target, args=(queue, *args))
     child.start()
+    return child, queue
+
+
+def _result(child, queue):
+    """What the child put on the queue; fails (instead of hanging) after TIMEOUT_S."""
     try:
         result = queue.get(timeout=TIMEOUT_S)
     except Exception:
@@ -62,6 +70,11 @@ def _in_forked_child():
     child.join(TIMEOUT_S)
     assert child.exitcode == 0
     return result
+
+
+def _in_forked_child():
+    """What _child computes, in a forked child."""
+    return _result(*_start_child())
 
 
 def _assert_same(results, expected):
@@ -79,9 +92,9 @@ def test_a_forked_child_starts_threads_of_its_own_after_a_threaded_call():
 
 
 def test_a_fork_while_another_thread_runs_a_threaded_call():
-    """The child resets the team whatever point of a call the parent's other thread was at:
-    every child runs on its threads. (The other thread's calls run 3000 steps, so most forks
-    meet one.)"""
+    """Forks while the parent's other thread keeps making threaded calls (3000 steps each, so
+    most forks meet one in flight and wait for it): every child runs on its threads, and the
+    parent's calls are right."""
     parent = _run(2)
     x_long = rng.normal(size=(3000, 4, nIn))
     expected_long = cells.gruTimeLoop(x_long, hI, Wx, Wh, b, n_threads=2)
@@ -106,3 +119,62 @@ def test_a_fork_while_another_thread_runs_a_threaded_call():
         stop.set()
         caller.join(TIMEOUT_S)
     assert not wrong
+
+
+def _child_after_a_call(queue, h, expected):
+    """In the child: whether its copy of the other thread's output h was whole (no NaN left)
+    and equal to `expected`, the results on 1 and on 2 threads, and the team's workers at the
+    start and after the 2-thread call."""
+    whole, equal = not np.isnan(h).any(), np.array_equal(h, expected)
+    at_start = _team_workers()
+    by_one, by_two = _run(1), _run(2)
+    queue.put((whole, equal, by_one, by_two, at_start, _team_workers()))
+
+
+def test_a_fork_waits_for_the_call_in_flight(monkeypatch):
+    """The parent forks once another thread's 2-thread call has written its first steps and
+    not its last: the fork returns only after that call has returned. Deterministic: the
+    call's output h starts as NaN and the kernel writes every step, so h is whole in the
+    parent when the fork returns, and in the child's copy of memory, only if the fork waited.
+    The child then computes right on 1 and 2 threads of its own. (_time_loop.forward is wrapped
+    to show the test the call's h.)"""
+    sL, bS, nIn_long, nOut_long = 2000, 8, 8, 128
+    x_long, hI_long = rng.normal(size=(sL, bS, nIn_long)), rng.normal(size=(bS, nOut_long))
+    Wx_long = rng.normal(0, 0.5, (nIn_long, 3 * nOut_long))
+    Wh_long = rng.normal(0, 0.5 / np.sqrt(nOut_long), (nOut_long, 3 * nOut_long))
+    b_long = rng.normal(size=3 * nOut_long)
+
+    def long_call():
+        return cells.gruTimeLoop(x_long, hI_long, Wx_long, Wh_long, b_long, n_threads=2)
+
+    parent, expected = _run(2), long_call()
+    forward, outputs, got = _time_loop.forward, [], []
+
+    def forward_showing_h(*args, **kwargs):
+        if threading.current_thread() is caller:
+            kwargs["h"].fill(np.nan)
+            outputs.append(kwargs["h"])
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(_time_loop, "forward", forward_showing_h)
+    caller = threading.Thread(target=lambda: got.append(long_call()))
+    caller.start()
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while not outputs or np.isnan(outputs[0][10]).any():   # until step 10 is written
+            assert time.monotonic() < deadline, "the call wrote no step 10"
+            time.sleep(0.0002)
+        h = outputs[0]
+        assert np.isnan(h[-1]).all(), "the call ended before the fork: make it longer"
+        child, queue = _start_child(_child_after_a_call, (h, expected))
+        whole_at_fork = not np.isnan(h).any()
+        whole, equal, by_one, by_two, at_start, after = _result(child, queue)
+    finally:
+        caller.join(TIMEOUT_S)
+    assert whole_at_fork, "the fork returned before the call in flight had returned"
+    assert whole, "the child's copy of the call's output was not whole"
+    assert equal, "the child's copy of the call's output was not the call's result"
+    np.testing.assert_array_equal(got[0], expected)
+    _assert_same(by_one, parent)
+    _assert_same(by_two, parent)
+    assert (at_start, after) == (0, 1)   # the child's own: 2 parts need 1 worker

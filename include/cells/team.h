@@ -13,10 +13,14 @@
  *  - cells' own team of POSIX threads in a forked child (multiprocessing's default start method
  *    on Linux, DataLoader workers, pre-fork servers), and in a build without OpenMP. GCC's
  *    OpenMP runtime keeps the threads of the parent's pool, which fork() did not copy, and a
- *    child that opens a region of more than one thread waits for them forever. The team's fork
- *    handler (pthread_atfork, registered by cells_team_register_fork_handler at import) marks the
- *    child and resets the team, whatever point of a call another thread of the parent was at;
- *    the child's first threaded call starts workers of its own.
+ *    child that opens a region of more than one thread waits for them forever. The child's
+ *    first threaded call starts workers of its own.
+ *
+ * fork() waits for the calls in flight: from the moment a fork is asked for, no call starts
+ * until the fork is done, and the fork waits until every call in flight has returned and the
+ * team's workers have ended (the fork gate, below; cells_team_register_fork_handler registers
+ * its pthread_atfork handlers at import). So the child never holds a lock, a waiter or an
+ * allocation of a call of the parent that it cannot finish.
  *
  * cells' team: the calling thread runs part 0 and worker threads (named cells-team) parts
  * 1 .. nparts-1. It starts no thread until a call asks for more than one part, then grows to the
@@ -163,10 +167,16 @@ static void cells_barrier(cells_part me) {
 /* cells' team                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
+/* Whether this thread is running a part of a call: a call made from there is nested in that
+ * call (the fork gate lets it through, see cells_gate_enter). */
+static _Thread_local int cells_in_part;
+
 static struct {
     int forked;             /* this process is a child made by fork() */
     pthread_mutex_t busy;   /* held by the call running on the team */
-    int workers;            /* worker threads started: parts 1 .. workers */
+    int workers;            /* worker threads running: parts 1 .. workers */
+    pthread_t threads[CELLS_MAX_THREADS];  /* theirs, by part, for cells_team_retire */
+    int retiring;           /* written before `start` moves: the workers end, not run a call */
     /* The call in flight, written before `start` moves: */
     cells_part_fn fn;
     void *arg;
@@ -190,16 +200,20 @@ typedef struct {
 
 static cells_worker_start cells_worker_starts[CELLS_MAX_THREADS];
 
-/* A worker: run its part of every call (or nothing, in a call of fewer parts), then report. */
+/* A worker: run its part of every call (or nothing, in a call of fewer parts), then report;
+ * end when the team retires. */
 static void *cells_worker(void *arg) {
     int part = ((cells_worker_start *)arg)->part;
     unsigned seen = ((cells_worker_start *)arg)->seen;
 #if defined(__linux__)
     prctl(PR_SET_NAME, "cells-team");  /* in top -H, /proc/PID/task/TID/comm, debuggers */
 #endif
+    cells_in_part = 1;  /* a worker runs nothing but parts */
     for (;;) {
         cells_signal_wait(&cells_team.start, seen, cells_team.spin_ns);
         seen++;  /* every call waits for every worker, so `start` moves one call at a time */
+        if (cells_team.retiring)
+            return NULL;
         if (part < cells_team.nparts) {
             cells_part me = {part, cells_team.nparts, cells_team.meeting};
             cells_team.fn(cells_team.arg, me);
@@ -207,23 +221,22 @@ static void *cells_worker(void *arg) {
         if (atomic_fetch_sub(&cells_team.unfinished, 1) == 1)
             cells_signal_move(&cells_team.done);
     }
-    return NULL;
 }
 
-/* In a forked child: no workers, and every lock and counter as new (a thread the fork did not
- * copy may have held one). */
-static void cells_team_after_fork_in_child(void) {
-    cells_team.forked = 1;
-    pthread_mutex_init(&cells_team.busy, NULL);
+/* End the workers and wait until their threads are gone (no call is in flight: the fork gate
+ * is closed); the next call that needs workers starts new ones. Before a fork: a worker that
+ * finished a call may still hold the lock of `done` (moving it after its caller saw it move)
+ * or be asleep on `start`, and a child would inherit that lock held, or a condition variable
+ * that counts a waiter it does not have. */
+static void cells_team_retire(void) {
+    if (cells_team.workers == 0)
+        return;
+    cells_team.retiring = 1;
+    cells_signal_move(&cells_team.start);
+    for (int part = 1; part <= cells_team.workers; ++part)
+        pthread_join(cells_team.threads[part], NULL);
     cells_team.workers = 0;
-    atomic_store(&cells_team.unfinished, 0);
-    cells_signal_init(&cells_team.start);
-    cells_signal_init(&cells_team.done);
-}
-
-/* Once, before the process can fork (the extension's import). */
-static void cells_team_register_fork_handler(void) {
-    pthread_atfork(NULL, NULL, cells_team_after_fork_in_child);
+    cells_team.retiring = 0;
 }
 
 /* Start workers until the team can run nparts parts (the caller holds `busy`); return the
@@ -236,13 +249,8 @@ static int cells_team_grow(int nparts) {
         int part = cells_team.workers + 1;
         cells_worker_starts[part].part = part;
         cells_worker_starts[part].seen = atomic_load(&cells_team.start.value);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_t thread;
-        int failed = pthread_create(&thread, &attr, cells_worker, &cells_worker_starts[part]);
-        pthread_attr_destroy(&attr);
-        if (failed)
+        if (pthread_create(&cells_team.threads[part], NULL, cells_worker,
+                           &cells_worker_starts[part]) != 0)
             break;
         cells_team.workers = part;
     }
@@ -266,6 +274,111 @@ static void cells_team_run(int nparts, cells_part_fn fn, void *arg, cells_meetin
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* The fork gate                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* fork() copies the calling thread alone: whatever another thread held at that moment stays
+ * held in the child, by no one, and re-initialising it there is undefined. A call in flight
+ * holds such things: `busy`, the lock of a signal it moves or sleeps on (the team's, and its
+ * meeting's on its caller's stack), the condition variables its sleepers wait on, and the
+ * allocator inside its parts' malloc and free (their packed weights). glibc's malloc takes
+ * its own locks around fork; the AddressSanitizer runtime of GCC 12 registers no fork handler,
+ * so a child can inherit its allocator's locks held. A fork therefore waits for the calls:
+ *  - prepare (before the copy): close the gate, so that no call starts, then wait until no
+ *    call is in flight and end the team's workers (cells_team_retire);
+ *  - parent and child (after it): open the gate. The child finds every lock of cells free and
+ *    no waiter on its condition variables, and uses them as they are.
+ * A call that finds the gate closed waits until it opens: a fork waits for the calls that
+ * were in flight when it closed the gate, not for the ones other threads keep starting. It
+ * may wait long: as long as the longest call in flight (seconds, for a long sequence).
+ *
+ * The gate itself is atomics and a short sleep in a loop (waits at it are rare: a fork, or
+ * calls during one), so that it holds no lock and has no waiter that a fork could copy; a call
+ * pays for it an atomic add and subtract and two looks at a thread-local flag (about 10 ns,
+ * measured in a shared object on the 2-core test VM, one or two threads calling; the shortest
+ * call takes microseconds). `forking` is held by the thread that forks, from prepare to parent
+ * and child (one fork at a time), which POSIX defines: the child's one thread unlocks its own
+ * lock.
+ *
+ * Code of cells that runs without the GIL outside any call, and allocates or takes a lock
+ * there, passes the gate the same way: cells_gate_enter() before, cells_gate_leave() after.
+ *
+ * A call from inside a part (cells_in_part) passes the gate: its outer call is in flight
+ * already, and a fork that waits for the outer call would wait for it forever. A fork from
+ * inside a part cannot wait for its own call: the handlers do nothing then, and the child may
+ * only exec or _exit. No caller of cells forks there (a part runs no Python code). Python's
+ * os.fork holds the GIL through the handlers; the calls it waits for run without the GIL, and
+ * wait at the gate without it.
+ *
+ * Prepare handlers run in the reverse order of their registration, so those of libraries
+ * loaded after cells (PyTorch, ONNX Runtime) run before this one and may hold their locks
+ * while it waits: a part takes none of them (it runs cells' code and scipy's BLAS, loaded
+ * before cells registers), so the calls finish. */
+static struct {
+    atomic_int calls;         /* calls in flight, not counting calls from inside a part */
+    atomic_int closed;        /* a fork is waiting for the calls or copying the process */
+    pthread_mutex_t forking;  /* held by the thread that forks, from prepare to parent/child */
+} cells_gate = {.forking = PTHREAD_MUTEX_INITIALIZER};
+
+/* A wait at the gate between two looks: short against a fork (milliseconds), long against
+ * an atomic load. */
+#define CELLS_GATE_NAP_NS 50000
+
+static void cells_gate_nap(void) {
+    struct timespec nap = {0, CELLS_GATE_NAP_NS};
+    nanosleep(&nap, NULL);
+}
+
+/* Count a call in flight, once the gate is open. (The call counts itself, then reads
+ * `closed`; a fork closes, then reads `calls`: one of the two sees the other, so either the
+ * fork waits for the call or the call steps back and waits for the fork.) */
+static void cells_gate_enter(void) {
+    for (;;) {
+        while (atomic_load(&cells_gate.closed))
+            cells_gate_nap();
+        atomic_fetch_add(&cells_gate.calls, 1);
+        if (!atomic_load(&cells_gate.closed))
+            return;
+        atomic_fetch_sub(&cells_gate.calls, 1);
+    }
+}
+
+static void cells_gate_leave(void) {
+    atomic_fetch_sub(&cells_gate.calls, 1);
+}
+
+static void cells_fork_prepare(void) {
+    if (cells_in_part)
+        return;
+    pthread_mutex_lock(&cells_gate.forking);
+    atomic_store(&cells_gate.closed, 1);
+    while (atomic_load(&cells_gate.calls) > 0)
+        cells_gate_nap();
+    cells_team_retire();
+}
+
+static void cells_fork_in_parent(void) {
+    if (cells_in_part)
+        return;
+    atomic_store(&cells_gate.closed, 0);
+    pthread_mutex_unlock(&cells_gate.forking);
+}
+
+/* In a forked child: the threads come from cells' team (no workers yet) from now on. */
+static void cells_fork_in_child(void) {
+    cells_team.forked = 1;
+    if (cells_in_part)
+        return;
+    atomic_store(&cells_gate.closed, 0);
+    pthread_mutex_unlock(&cells_gate.forking);
+}
+
+/* Once, before the process can fork (the extension's import). */
+static void cells_team_register_fork_handler(void) {
+    pthread_atfork(cells_fork_prepare, cells_fork_in_parent, cells_fork_in_child);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* The three ways to run a call's parts                                                        */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -284,7 +397,10 @@ static int cells_run_on_openmp(int nparts, cells_part_fn fn, void *arg,
         cells_part me = {omp_get_thread_num(), omp_get_num_threads(), meeting};
         if (me.part == 0)
             ran = me.nparts;
+        int outer = cells_in_part;  /* the pool's threads run other libraries' work too */
+        cells_in_part = 1;
         fn(arg, me);
+        cells_in_part = outer;
     }
     return ran;
 }
@@ -312,6 +428,10 @@ static int cells_cores(void) {
 }
 
 static int cells_run_parts(int nparts, cells_part_fn fn, void *arg) {
+    int nested = cells_in_part;
+    if (!nested)
+        cells_gate_enter();
+    cells_in_part = 1;
     cells_meeting meeting;
     atomic_store(&meeting.arrived, 0);
     cells_signal_init(&meeting.passed);
@@ -326,6 +446,9 @@ static int cells_run_parts(int nparts, cells_part_fn fn, void *arg) {
     else
         ran = cells_run_on_team(nparts, fn, arg, &meeting);
     cells_signal_destroy(&meeting.passed);
+    cells_in_part = nested;
+    if (!nested)
+        cells_gate_leave();
     return ran;
 }
 

@@ -9,12 +9,18 @@
  * finishes 20 µs late) as a missing count. Run on 2, 3, 5 and 8 parts (more than the cores:
  * the sleeping path), with every part run exactly once per call, from two threads at once (on
  * the team, one of them finds it busy and runs alone), and with a call from inside a part
- * (runs alone). All of it in this process, then in a child forked after it (which runs on
- * cells' team when built with -fopenmp as well). It prints each check and "N failures".
+ * (runs alone). Forks: a fork made while another thread's call holds in its parts returns only
+ * after that call has returned (the child's copy of memory shows every part finished), and the
+ * child runs a call on threads of its own; forks made while two threads keep starting calls
+ * each wait for the calls in flight only; a fork from inside a part does not wait for its own
+ * call. All of it in this process, then in a child forked after it (which runs on cells' team
+ * when built with -fopenmp as well, so that its forks end the team's workers first). It prints
+ * each check and "N failures".
  */
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cells/team.h"
@@ -107,7 +113,133 @@ static void nested(void *arg, cells_part me) {
     }
 }
 
+static void nap_ns(long ns) {
+    struct timespec t = {ns / 1000000000, ns % 1000000000};
+    nanosleep(&t, NULL);
+}
+
+/* Whether child (forked) exited with success. */
+static int exited_well(pid_t child) {
+    int status = 0;
+    return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status)
+           && WEXITSTATUS(status) == 0;
+}
+
+/* In a forked child: whether a call of 2 parts runs on 2 threads (of its own), right. (One
+ * short call: the parent's other threads may keep both cores busy meanwhile.) */
+static int child_runs_two_parts(void) {
+    int ran;
+    return run_rounds(2, 1, 2, &ran) && ran == 2;
+}
+
+/* A call whose parts hold until another thread releases them. */
+typedef struct {
+    atomic_int entered, finished, released;
+} Held;
+
+static void held(void *arg, cells_part me) {
+    Held *h = arg;
+    (void)me;
+    atomic_fetch_add(&h->entered, 1);
+    while (!atomic_load(&h->released))
+        nap_ns(100000);
+    atomic_fetch_add(&h->finished, 1);
+}
+
+static void *call_held(void *arg) {
+    cells_run_parts(2, held, arg);
+    return NULL;
+}
+
+static void *release_later(void *arg) {
+    nap_ns(50000000);  /* 50 ms: the fork has long been asked for by then */
+    atomic_store(&((Held *)arg)->released, 1);
+    return NULL;
+}
+
+/* Fork while another thread's call holds in its parts (released 50 ms later): 1 when the fork
+ * returned after every part had finished, in the parent and in the child's copy of memory,
+ * and the child runs a call of 2 parts. */
+static int fork_waits_for_a_call_in_flight(void) {
+    static Held h;
+    memset(&h, 0, sizeof h);
+    pthread_t caller, releaser;
+    pthread_create(&caller, NULL, call_held, &h);
+    while (atomic_load(&h.entered) == 0)
+        nap_ns(100000);
+    pthread_create(&releaser, NULL, release_later, &h);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(!(atomic_load(&h.finished) == atomic_load(&h.entered) && child_runs_two_parts()));
+    int finished = atomic_load(&h.finished) == atomic_load(&h.entered);
+    pthread_join(caller, NULL);
+    pthread_join(releaser, NULL);
+    return exited_well(child) && finished;
+}
+
+/* A thread that starts calls of 2 parts, one after another, while *calling. */
+typedef struct {
+    Rounds r;
+    atomic_int *calling;
+    int calls;
+} Repeater;
+
+static void *call_repeatedly(void *arg) {
+    Repeater *c = arg;
+    while (atomic_load(c->calling)) {
+        cells_run_parts(2, rounds, &c->r);
+        c->calls++;
+    }
+    return NULL;
+}
+
+/* FORKS forks while two threads keep starting calls: 1 when each fork returned within a
+ * second (it waits for the calls in flight, not for those started after it), every child ran
+ * a call of 2 parts, and no call saw a stale slot. */
+enum { FORKS = 10 };
+static int forks_are_not_held_back_by_new_calls(void) {
+    static Repeater a, b;
+    static atomic_int calling;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    a.r.rounds = b.r.rounds = CALLER_ROUNDS;
+    a.calling = b.calling = &calling;
+    atomic_store(&calling, 1);
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, call_repeatedly, &a);
+    pthread_create(&tb, NULL, call_repeatedly, &b);
+    int ok = 1;
+    int64_t slowest = 0;
+    for (int i = 0; i < FORKS; ++i) {
+        nap_ns(2000000);
+        int64_t start = cells_now_ns();
+        pid_t child = fork();
+        if (child == 0)
+            _exit(!child_runs_two_parts());
+        int64_t took = cells_now_ns() - start;
+        slowest = took > slowest ? took : slowest;
+        ok &= exited_well(child);
+    }
+    atomic_store(&calling, 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    printf("  (slowest fork: %.1f ms; calls meanwhile: %d)\n", slowest / 1e6, a.calls + b.calls);
+    return ok && slowest < 1000000000 && a.calls > 0 && b.calls > 0
+           && atomic_load(&a.r.stale) == 0 && atomic_load(&b.r.stale) == 0;
+}
+
+/* Part 0 forks (its child exits at once); arg: whether the child exited with success. */
+static void fork_inside(void *arg, cells_part me) {
+    if (me.part != 0)
+        return;
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    *(int *)arg = exited_well(child);
+}
+
 /* Every check, on the threads this process's calls get; prefix names the process. */
+
 static void run_checks(const char *prefix) {
     char what[100];
     int ran;
@@ -142,6 +274,15 @@ static void run_checks(const char *prefix) {
     cells_run_parts(2, nested, &inner_ran);
     snprintf(what, sizeof what, "%s: a call from inside a part runs alone", prefix);
     check(what, inner_ran == 1);
+
+    snprintf(what, sizeof what, "%s: a fork waits for the call in flight", prefix);
+    check(what, fork_waits_for_a_call_in_flight());
+    snprintf(what, sizeof what, "%s: forks while two threads keep calling", prefix);
+    check(what, forks_are_not_held_back_by_new_calls());
+    int forked_inside = 0;
+    cells_run_parts(2, fork_inside, &forked_inside);
+    snprintf(what, sizeof what, "%s: a fork from inside a part", prefix);
+    check(what, forked_inside);
 }
 
 int main(void) {
