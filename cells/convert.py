@@ -99,6 +99,30 @@ import numpy as np
 from cells import _backend
 from cells import _validate as check
 
+__all__ = [
+    "TorchRNN",
+    "from_torch_module",
+    "gru_from_torch",
+    "gru_to_torch",
+    "gru_from_keras",
+    "gru_to_keras",
+    "gru_from_onnx",
+    "gru_to_onnx",
+    "gru_from_block",
+    "gru_to_block",
+    "gru_fold_bias",
+    "lstm_from_torch",
+    "lstm_to_torch",
+    "lstm_from_keras",
+    "lstm_to_keras",
+    "lstm_from_onnx",
+    "lstm_to_onnx",
+    "rnn_from_torch",
+    "rnn_to_torch",
+    "rnn_from_onnx",
+    "rnn_to_onnx",
+]
+
 # Gate orders, each framework's gates named by cells' letters: GRU r, u, c; LSTM i, f, g, o.
 _GRU = _TORCH_GRU = "ruc"
 _KERAS_GRU = _ONNX_GRU = "urc"

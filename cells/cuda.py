@@ -22,6 +22,19 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = [
+    "compile_kernels",
+    "include_dir",
+    "headers_hash",
+    "kernel_name",
+    "kernel_source",
+    "import_cupy",
+    "device_launcher",
+    "cpu_launcher",
+    "DeviceLauncher",
+    "CpuLauncher",
+]
+
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 
 # The families' kernels: the source that defines them (cells/kernels/<source>.cu) and the

@@ -16,7 +16,7 @@ are: PyTorch's layout, which the CPU reads where it is). `n_threads` (None = OMP
 all cores) is the number of threads the call runs on (cells/_threads.py); a backward whose weight
 gradients run on BLAS holds it at one thread meanwhile.
 """
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -102,12 +102,60 @@ class GruBlockGrads(NamedTuple):
     dLdbc: np.ndarray
 
 
-def gruCell(x, hI, Wx, Wh, b, *, linear_before_reset=False, n_threads=None):
+def gruCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *,
+            linear_before_reset: bool = False,
+            n_threads: Optional[int] = None) -> GruCellResult:
     """One GRU step.
 
-    x [bS, nIn], hI [bS, nOut], Wx [nIn, 3nOut], Wh [nOut, 3nOut], b [3nOut] or [2, 3nOut].
-    Returns a GruCellResult (gates, h): gates [bS, 3nOut] holds the activated r, u, c;
-    h [bS, nOut].
+    Parameters
+    ----------
+    x : numpy.ndarray, [bS, nIn]
+        The input, float32 or float64 (every array of the call has one dtype).
+    hI : numpy.ndarray, [bS, nOut]
+        The previous state.
+    Wx : numpy.ndarray, [nIn, 3nOut]
+        Input weights, gate blocks (r, u, c).
+    Wh : numpy.ndarray, [nOut, 3nOut]
+        Recurrent weights, gate blocks (r, u, c).
+    b : numpy.ndarray, [3nOut] or [2, 3nOut]
+        The input-side bias bx alone (libnd4j; bh = 0), or the rows bx and bh (PyTorch, ONNX,
+        Keras ``reset_after``).
+    linear_before_reset : bool, default False
+        False: c = tanh(x·Wx_c + bx_c + (r∘hI)·Wh_c + bh_c), libnd4j's documented formula;
+        True: c = tanh(x·Wx_c + bx_c + r∘(hI·Wh_c + bh_c)), PyTorch's and cuDNN's GRU.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    GruCellResult
+        ``(gates, h)``: gates [bS, 3nOut] the activated r, u, c; h [bS, nOut] the new state.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    See Also
+    --------
+    gruCellBp, gruTimeLoop
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wh = rng.normal(size=(nIn, 3 * nOut)), rng.normal(size=(nOut, 3 * nOut))
+    >>> b = np.zeros(3 * nOut)
+    >>> gates, h = cells.gruCell(rng.normal(size=(bS, nIn)), np.zeros((bS, nOut)), Wx, Wh, b)
+    >>> gates.shape, h.shape
+    ((2, 12), (2, 4))
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2)
@@ -116,11 +164,48 @@ def gruCell(x, hI, Wx, Wh, b, *, linear_before_reset=False, n_threads=None):
     return GruCellResult(gates[0], h[0])
 
 
-def gruCellBp(x, hI, Wx, Wh, b, dLdh, *, linear_before_reset=False, n_threads=None):
-    """Gradients of one GRU step, given dLdh = dL/dh [bS, nOut] (the forward is recomputed).
+def gruCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray,
+              dLdh: np.ndarray, *, linear_before_reset: bool = False,
+              n_threads: Optional[int] = None) -> GruGrads:
+    """Gradients of one GRU step (the forward pass is recomputed).
 
-    Returns a GruGrads (dLdx [bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, 3nOut],
-    dLdWh [nOut, 3nOut], dLdb with b's shape).
+    Parameters
+    ----------
+    x, hI, Wx, Wh, b, linear_before_reset
+        As :func:`gruCell`.
+    dLdh : numpy.ndarray, [bS, nOut]
+        dL/dh, the gradient arriving at the new state.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    GruGrads
+        ``(dLdx, dLdhI, dLdWx, dLdWh, dLdb)``: dLdx [bS, nIn], dLdhI [bS, nOut], dLdWx
+        [nIn, 3nOut], dLdWh [nOut, 3nOut], dLdb with b's shape.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wh = rng.normal(size=(nIn, 3 * nOut)), rng.normal(size=(nOut, 3 * nOut))
+    >>> b = np.zeros(3 * nOut)
+    >>> x, hI = rng.normal(size=(bS, nIn)), rng.normal(size=(bS, nOut))
+    >>> grads = cells.gruCellBp(x, hI, Wx, Wh, b, np.ones((bS, nOut)))
+    >>> grads.dLdx.shape, grads.dLdWh.shape, grads.dLdb.shape
+    ((2, 3), (4, 12), (12,))
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2, dLdh=dLdh)
@@ -130,20 +215,72 @@ def gruCellBp(x, hI, Wx, Wh, b, dLdh, *, linear_before_reset=False, n_threads=No
     return GruGrads(dLdx[0], *grads)
 
 
-def gruTimeLoop(x, hI, Wx, Wh, b, *, linear_before_reset=False, seq_len=None, forward=True,
-                return_workspace=False, n_threads=None):
-    """GRU over a sequence.
+def gruTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *,
+                linear_before_reset: bool = False, seq_len: Optional[np.ndarray] = None,
+                forward: bool = True, return_workspace: bool = False,
+                n_threads: Optional[int] = None) -> Union[np.ndarray, GruTimeLoopWithWorkspace]:
+    """A GRU over a sequence.
 
-    x [sL, bS, nIn] (time-major, as libnd4j), hI [bS, nOut] the initial state, weights as gruCell.
-    Returns h [sL, bS, nOut], the state after every step; with return_workspace=True returns a
-    GruTimeLoopWithWorkspace (h, workspace), the GruWorkspace that lets gruTimeLoopBp skip
-    recomputing this forward pass.
+    Parameters
+    ----------
+    x : numpy.ndarray, [sL, bS, nIn]
+        The inputs, time-major (as libnd4j); float32 or float64.
+    hI : numpy.ndarray, [bS, nOut]
+        The initial state.
+    Wx : numpy.ndarray, [nIn, 3nOut]
+        Input weights, gate blocks (r, u, c).
+    Wh : numpy.ndarray, [nOut, 3nOut]
+        Recurrent weights, gate blocks (r, u, c).
+    b : numpy.ndarray, [3nOut] or [2, 3nOut]
+        The input-side bias bx alone (libnd4j; bh = 0), or the rows bx and bh (PyTorch, ONNX,
+        Keras ``reset_after``).
+    linear_before_reset : bool, default False
+        False: c = tanh(x·Wx_c + bx_c + (r∘hI)·Wh_c + bh_c), libnd4j's documented formula;
+        True: c = tanh(x·Wx_c + bx_c + r∘(hI·Wh_c + bh_c)), PyTorch's and cuDNN's GRU.
+    seq_len : numpy.ndarray of int, [bS], optional
+        Row b runs only its first ``seq_len[b]`` steps (in [0, sL]); its outputs after them are 0
+        and its final state is the state after its last valid step. None: every row runs sL.
+    forward : bool, default True
+        False runs each row's valid steps in reverse time order, each output at its own time
+        index (ONNX ``direction="reverse"``).
+    return_workspace : bool, default False
+        Also return the :class:`GruWorkspace` that lets :func:`gruTimeLoopBp` skip recomputing
+        this forward pass.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
 
-    seq_len [bS] (integers in [0, sL]; None: all sL): row b runs only its first seq_len[b] steps,
-    and h is 0 after them (ONNX sequence_lens, PyTorch packed sequences). forward=False runs each
-    row's valid steps in reverse time order, each output at its own time index (ONNX
-    direction="reverse"). A row's final state is h[seq_len[b] - 1] going forward, h[0] in reverse
-    (hI when seq_len[b] = 0).
+    Returns
+    -------
+    h : numpy.ndarray, [sL, bS, nOut]
+        The state after every step. A row's final state is ``h[seq_len[b] - 1]`` going forward,
+        ``h[0]`` in reverse (hI when ``seq_len[b] = 0``).
+    GruTimeLoopWithWorkspace
+        ``(h, workspace)`` instead, with ``return_workspace=True``.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wh = rng.normal(size=(nIn, 3 * nOut)), rng.normal(size=(nOut, 3 * nOut))
+    >>> b = np.zeros(3 * nOut)
+    >>> x = rng.normal(size=(5, bS, nIn))
+    >>> cells.gruTimeLoop(x, np.zeros((bS, nOut)), Wx, Wh, b).shape
+    (5, 2, 4)
+    >>> h = cells.gruTimeLoop(x, np.zeros((bS, nOut)), Wx, Wh, b, seq_len=np.array([5, 2]))
+    >>> bool((h[2:, 1] == 0).all())          # row 1 stops after 2 steps
+    True
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     keep = check.flag("return_workspace", return_workspace)
@@ -158,20 +295,64 @@ def gruTimeLoop(x, hI, Wx, Wh, b, *, linear_before_reset=False, seq_len=None, fo
     return GruTimeLoopWithWorkspace(h, ws)
 
 
-def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
-                  linear_before_reset=False, seq_len=None, forward=True, input_grad=True,
-                  n_threads=None):
-    """Backpropagation through time for gruTimeLoop (with the same seq_len and forward).
+def gruTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray,
+                  dLdh: Optional[np.ndarray], *, dLdhLast: Optional[np.ndarray] = None,
+                  workspace: Optional[GruWorkspace] = None, linear_before_reset: bool = False,
+                  seq_len: Optional[np.ndarray] = None, forward: bool = True,
+                  input_grad: bool = True, n_threads: Optional[int] = None) -> GruGrads:
+    """Backpropagation through time for :func:`gruTimeLoop`.
 
-    dLdh [sL, bS, nOut] is the gradient arriving at every step's output and dLdhLast [bS, nOut]
-    the one arriving at each row's final state (each may be None: no gradient; dLdh at a row's
-    padded steps is ignored). `workspace`, from gruTimeLoop(..., return_workspace=True) on the same
-    inputs and options, skips recomputing the forward pass.
-    Returns a GruGrads (dLdx [sL, bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, 3nOut],
-    dLdWh [nOut, 3nOut], dLdb with b's shape); the weight gradients are summed over time, and
-    dLdx is 0 at padded steps.
-    input_grad=False skips dL/dx (dLdx is then None: for a first layer whose input needs
-    no gradient).
+    Called with the forward pass's arguments and options (``seq_len``, ``forward``,
+    ``linear_before_reset``).
+
+    Parameters
+    ----------
+    x, hI, Wx, Wh, b, linear_before_reset, seq_len, forward
+        As :func:`gruTimeLoop`.
+    dLdh : numpy.ndarray, [sL, bS, nOut], or None
+        The gradient arriving at every step's output (ignored at a row's padded steps); None: no
+        gradient.
+    dLdhLast : numpy.ndarray, [bS, nOut], optional
+        The gradient arriving at each row's final state.
+    workspace : GruWorkspace, optional
+        From ``gruTimeLoop(..., return_workspace=True)`` on the same inputs and options: skips
+        recomputing the forward pass. The backward consumes it (a second use is a ValueError).
+    input_grad : bool, default True
+        False skips dL/dx (``dLdx`` is then None), for a first layer whose input needs no
+        gradient.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    GruGrads
+        ``(dLdx, dLdhI, dLdWx, dLdWh, dLdb)``: dLdx [sL, bS, nIn] (0 at padded steps; None with
+        ``input_grad=False``), dLdhI [bS, nOut], dLdWx [nIn, 3nOut], dLdWh [nOut, 3nOut], dLdb
+        with b's shape; the weight gradients summed over time.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wh = rng.normal(size=(nIn, 3 * nOut)), rng.normal(size=(nOut, 3 * nOut))
+    >>> b = np.zeros(3 * nOut)
+    >>> x, hI = rng.normal(size=(5, bS, nIn)), np.zeros((bS, nOut))
+    >>> h, ws = cells.gruTimeLoop(x, hI, Wx, Wh, b, return_workspace=True)
+    >>> grads = cells.gruTimeLoopBp(x, hI, Wx, Wh, b, np.ones_like(h), workspace=ws)
+    >>> grads.dLdx.shape, grads.dLdWx.shape
+    ((5, 2, 3), (3, 12))
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     fwd = check.flag("forward", forward)
@@ -191,14 +372,51 @@ def gruTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None,
                                           input_grad))
 
 
-def gruBlockCell(x, hLast, Wru, Wc, bru, bc, *, n_threads=None):
-    """libnd4j's block gruCell, TensorFlow's GRUBlockCell (reset-before):
+def gruBlockCell(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.ndarray,
+                 bru: np.ndarray, bc: np.ndarray, *,
+                 n_threads: Optional[int] = None) -> GruBlockCellResult:
+    """libnd4j's block gruCell, TensorFlow's GRUBlockCell (reset-before).
 
-        r, u = σ([x, hLast]·Wru + bru),  c = tanh([x, r∘hLast]·Wc + bc),  h = (1-u)∘c + u∘hLast
+    r, u = σ([x, hLast]·Wru + bru), c = tanh([x, r∘hLast]·Wc + bc), h = (1-u)∘c + u∘hLast.
 
-    x [bS, nIn], hLast [bS, nOut], Wru [nIn+nOut, 2nOut] (rows x then h, columns r then u),
-    Wc [nIn+nOut, nOut], bru [2nOut], bc [nOut]. Returns a GruBlockCellResult (r, u, c, h), each
-    [bS, nOut].
+    Parameters
+    ----------
+    x : numpy.ndarray, [bS, nIn]
+    hLast : numpy.ndarray, [bS, nOut]
+        The previous state.
+    Wru : numpy.ndarray, [nIn+nOut, 2nOut]
+        Rows x then h, columns r then u.
+    Wc : numpy.ndarray, [nIn+nOut, nOut]
+    bru : numpy.ndarray, [2nOut]
+    bc : numpy.ndarray, [nOut]
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    GruBlockCellResult
+        ``(r, u, c, h)``, each [bS, nOut].
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> x, hLast = rng.normal(size=(2, 3)), rng.normal(size=(2, 4))
+    >>> Wru, Wc = rng.normal(size=(7, 8)), rng.normal(size=(7, 4))
+    >>> r, u, c, h = cells.gruBlockCell(x, hLast, Wru, Wc, np.zeros(8), np.zeros(4))
+    >>> h.shape
+    (2, 4)
     """
     backend, dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc)
     h, gates, _ = backend.gru_forward(dims, x[None], hLast, Wx, Wh, b, False, True,
@@ -207,13 +425,52 @@ def gruBlockCell(x, hLast, Wru, Wc, bru, bc, *, n_threads=None):
     return GruBlockCellResult(r.copy(), u.copy(), c.copy(), h[0])
 
 
-def gruBlockCellBp(x, hLast, Wru, Wc, bru, bc, dLdr, dLdu, dLdc, dLdh, *, n_threads=None):
-    """Gradients of gruBlockCell given dLdr, dLdu, dLdc, dLdh [bS, nOut]: the gradients arriving
-    at its four outputs r, u, c, h (any may be None: no gradient). Unlike libnd4j's, they are
-    plain output gradients; the chaining through h and c happens here.
+def gruBlockCellBp(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.ndarray,
+                   bru: np.ndarray, bc: np.ndarray, dLdr: Optional[np.ndarray],
+                   dLdu: Optional[np.ndarray], dLdc: Optional[np.ndarray],
+                   dLdh: Optional[np.ndarray], *,
+                   n_threads: Optional[int] = None) -> GruBlockGrads:
+    """Gradients of :func:`gruBlockCell`.
 
-    Returns a GruBlockGrads (dLdx [bS, nIn], dLdhLast [bS, nOut], dLdWru [nIn+nOut, 2nOut],
-    dLdWc [nIn+nOut, nOut], dLdbru [2nOut], dLdbc [nOut]).
+    Unlike libnd4j's, dLdr, dLdu, dLdc and dLdh are the plain gradients arriving at the four
+    outputs; the chaining through h and c happens here.
+
+    Parameters
+    ----------
+    x, hLast, Wru, Wc, bru, bc
+        As :func:`gruBlockCell`.
+    dLdr, dLdu, dLdc, dLdh : numpy.ndarray, [bS, nOut], or None
+        The gradients arriving at r, u, c and h (None: no gradient there).
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    GruBlockGrads
+        ``(dLdx, dLdhLast, dLdWru, dLdWc, dLdbru, dLdbc)``: dLdx [bS, nIn], dLdhLast [bS, nOut],
+        dLdWru [nIn+nOut, 2nOut], dLdWc [nIn+nOut, nOut], dLdbru [2nOut], dLdbc [nOut].
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> x, hLast = rng.normal(size=(2, 3)), rng.normal(size=(2, 4))
+    >>> Wru, Wc = rng.normal(size=(7, 8)), rng.normal(size=(7, 4))
+    >>> g = cells.gruBlockCellBp(x, hLast, Wru, Wc, np.zeros(8), np.zeros(4),
+    ...                          None, None, None, np.ones((2, 4)))
+    >>> g.dLdWru.shape, g.dLdbc.shape
+    ((7, 8), (4,))
     """
     backend, dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc, dLdr=dLdr, dLdu=dLdu,
                                              dLdc=dLdc, dLdh=dLdh)

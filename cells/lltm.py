@@ -16,7 +16,7 @@ fine), and returns new C-ordered arrays of that dtype. `n_threads` (None = OMP_N
 else all cores) is the number of threads the call runs on (cells/_threads.py); a backward whose
 weight gradients run on BLAS holds it at one thread meanwhile.
 """
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -105,13 +105,50 @@ class LltmGrads(NamedTuple):
 # The tutorial's cell
 # ---------------------------------------------------------------------------------------------
 
-def lltm_forward(input, weights, bias, old_h, old_cell, *, n_threads=None):
-    """One LLTM step, as the tutorial's lltm_forward.
+def lltm_forward(input: np.ndarray, weights: np.ndarray, bias: np.ndarray, old_h: np.ndarray,
+                 old_cell: np.ndarray, *, n_threads: Optional[int] = None) -> LltmCellResult:
+    """One LLTM step, as the PyTorch tutorial's ``lltm_forward``.
 
-    input [B, nIn], weights [3S, S+nIn], bias [3S], old_h [B, S], old_cell [B, S].
-    Returns an LltmCellResult (new_h, new_cell, input_gate, output_gate, candidate_cell, X,
-    gate_weights): the first five [B, S]; X = [old_h, input] [B, S+nIn];
-    gate_weights = X·weightsᵀ + bias [B, 3S], the pre-activations.
+    Parameters
+    ----------
+    input : numpy.ndarray, [B, nIn]
+        float32 or float64 (every array of the call has one dtype).
+    weights : numpy.ndarray, [3S, S+nIn]
+        PyTorch's Linear layout on X = [old_h, input]; gate blocks (input, output, candidate).
+    bias : numpy.ndarray, [3S]
+    old_h, old_cell : numpy.ndarray, [B, S]
+        The previous output and cell state.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LltmCellResult
+        ``(new_h, new_cell, input_gate, output_gate, candidate_cell, X, gate_weights)``: the
+        first five [B, S]; X = [old_h, input] [B, S+nIn]; gate_weights = X·weightsᵀ + bias
+        [B, 3S], the pre-activations.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> B, nIn, S = 2, 3, 4
+    >>> W, bias = rng.normal(size=(3 * S, S + nIn)), np.zeros(3 * S)
+    >>> out = cells.lltm_forward(rng.normal(size=(B, nIn)), W, bias, np.zeros((B, S)),
+    ...                          np.zeros((B, S)))
+    >>> out.new_h.shape, out.X.shape
+    ((2, 4), (2, 7))
     """
     backend, dims = _check_lltm(_CELL_NAMES, 2, input, weights, bias, old_h, old_cell)
     _, B, _, S = dims
@@ -124,19 +161,53 @@ def lltm_forward(input, weights, bias, old_h, old_cell, *, n_threads=None):
     return LltmCellResult(new_h, new_cell, i, o, n, X, gate_weights)
 
 
-def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidate_cell, X,
-                  gate_weights, weights, *, n_threads=None):
-    """Gradients of one LLTM step, as the tutorial's lltm_backward (without its mistakes).
-
-    grad_h, grad_cell [B, S]: the gradients arriving at new_h and new_cell; the other arguments
-    are lltm_forward's outputs and weights [3S, S+nIn]. Returns an LltmCellGrads
-    (d_old_h [B, S], d_input [B, nIn], d_weights [3S, S+nIn], d_bias [3S], d_old_cell [B, S]);
-    d_bias has bias's shape (the tutorial's [1, 3S] is summed to it by autograd anyway), and
-    d_old_cell = grad_cell + grad_h∘o∘(1 - tanh²(new_cell)).
+def lltm_backward(grad_h: np.ndarray, grad_cell: np.ndarray, new_cell: np.ndarray,
+                  input_gate: np.ndarray, output_gate: np.ndarray, candidate_cell: np.ndarray,
+                  X: np.ndarray, gate_weights: np.ndarray, weights: np.ndarray, *,
+                  n_threads: Optional[int] = None) -> LltmCellGrads:
+    """Gradients of one LLTM step, as the tutorial's ``lltm_backward`` (without its mistakes).
 
     elu'(z2) is taken from candidate_cell n = elu(z2): n + 1 = e^z2 where n <= 0, 1 where n > 0
-    (1 at z2 = 0, as PyTorch autograd). gate_weights is checked for shape only: the
-    candidate_cell it produced carries all the backward needs of it.
+    (1 at z2 = 0, as PyTorch's autograd). gate_weights is checked for shape only.
+
+    Parameters
+    ----------
+    grad_h, grad_cell : numpy.ndarray, [B, S]
+        The gradients arriving at new_h and new_cell.
+    new_cell, input_gate, output_gate, candidate_cell, X, gate_weights
+        :func:`lltm_forward`'s outputs.
+    weights : numpy.ndarray, [3S, S+nIn]
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LltmCellGrads
+        ``(d_old_h, d_input, d_weights, d_bias, d_old_cell)``: d_old_h [B, S], d_input [B, nIn],
+        d_weights [3S, S+nIn], d_bias [3S], d_old_cell [B, S].
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> B, nIn, S = 2, 3, 4
+    >>> W, bias = rng.normal(size=(3 * S, S + nIn)), np.zeros(3 * S)
+    >>> f = cells.lltm_forward(rng.normal(size=(B, nIn)), W, bias, np.zeros((B, S)),
+    ...                        np.zeros((B, S)))
+    >>> g = cells.lltm_backward(np.ones((B, S)), np.zeros((B, S)), *f[1:], W)
+    >>> g.d_weights.shape
+    (12, 7)
     """
     backend = check.real_arrays(grad_h=grad_h, grad_cell=grad_cell, new_cell=new_cell,
                                 input_gate=input_gate, output_gate=output_gate,
@@ -171,19 +242,61 @@ def lltm_backward(grad_h, grad_cell, new_cell, input_gate, output_gate, candidat
 # Sequences
 # ---------------------------------------------------------------------------------------------
 
-def lltmTimeLoop(x, W, b, hI, cI, *, seq_len=None, forward=True, return_workspace=False,
-                 n_threads=None):
-    """LLTM over a sequence.
+def lltmTimeLoop(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, cI: np.ndarray, *,
+                 seq_len: Optional[np.ndarray] = None, forward: bool = True,
+                 return_workspace: bool = False, n_threads: Optional[int] = None
+                 ) -> Union[LltmTimeLoopResult, LltmTimeLoopWithWorkspace]:
+    """An LLTM over a sequence.
 
-    x [sL, bS, nIn] (time-major), W [3S, S+nIn], b [3S], hI, cI [bS, S] the initial states.
-    seq_len [bS] (integers in [0, sL], or None = sL for every row): row b runs its first
-    seq_len[b] time steps (forward=False: those steps from the last to the first); its outputs
-    at later time indices are 0 and its final states are those after its last valid step (hI,
-    cI when seq_len[b] = 0).
-    Returns an LltmTimeLoopResult (h [sL, bS, S] every step's output, hL, cL [bS, S] the final
-    states); with return_workspace=True returns an LltmTimeLoopWithWorkspace
-    (h, hL, cL, workspace), the LltmWorkspace that lets lltmTimeLoopBp skip recomputing this
-    forward pass.
+    Parameters
+    ----------
+    x : numpy.ndarray, [sL, bS, nIn]
+        The inputs, time-major; float32 or float64.
+    W : numpy.ndarray, [3S, S+nIn]
+        As :func:`lltm_forward`'s weights.
+    b : numpy.ndarray, [3S]
+    hI, cI : numpy.ndarray, [bS, S]
+        The initial output and cell state.
+    seq_len : numpy.ndarray of int, [bS], optional
+        Row b runs only its first ``seq_len[b]`` steps (in [0, sL]); its outputs after them are 0
+        and its final state is the state after its last valid step. None: every row runs sL.
+    forward : bool, default True
+        False runs each row's valid steps in reverse time order, each output at its own time
+        index (ONNX ``direction="reverse"``).
+    return_workspace : bool, default False
+        Also return the :class:`LltmWorkspace` that lets :func:`lltmTimeLoopBp` skip
+        recomputing this forward pass.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LltmTimeLoopResult
+        ``(h, hL, cL)``: h [sL, bS, S] every step's output, hL and cL [bS, S] the final states.
+    LltmTimeLoopWithWorkspace
+        ``(h, hL, cL, workspace)`` instead, with ``return_workspace=True``.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> B, nIn, S = 2, 3, 4
+    >>> W, bias = rng.normal(size=(3 * S, S + nIn)), np.zeros(3 * S)
+    >>> h, hL, cL = cells.lltmTimeLoop(rng.normal(size=(5, B, nIn)), W, bias, np.zeros((B, S)),
+    ...                                np.zeros((B, S)))
+    >>> h.shape, cL.shape
+    ((5, 2, 4), (2, 4))
     """
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
@@ -197,18 +310,59 @@ def lltmTimeLoop(x, W, b, hI, cI, *, seq_len=None, forward=True, return_workspac
     return LltmTimeLoopWithWorkspace(h, hL, cL, ws)
 
 
-def lltmTimeLoopBp(x, W, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, seq_len=None, forward=True,
-                   workspace=None, input_grad=True, n_threads=None):
-    """Backpropagation through time for lltmTimeLoop (same x, W, b, hI, cI, seq_len, forward).
+def lltmTimeLoopBp(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, cI: np.ndarray,
+                   dLdh: Optional[np.ndarray], *, dLdhL: Optional[np.ndarray] = None,
+                   dLdcL: Optional[np.ndarray] = None, seq_len: Optional[np.ndarray] = None,
+                   forward: bool = True, workspace: Optional[LltmWorkspace] = None,
+                   input_grad: bool = True, n_threads: Optional[int] = None) -> LltmGrads:
+    """Backpropagation through time for :func:`lltmTimeLoop`.
 
-    dLdh [sL, bS, S] is the gradient arriving at every step's output, dLdhL and dLdcL [bS, S]
-    those arriving at the final states (each may be None: no gradient). `workspace`, from
-    lltmTimeLoop(..., return_workspace=True) on the same inputs, skips recomputing the forward.
-    Returns an LltmGrads (dLdx [sL, bS, nIn], dLdW [3S, S+nIn], dLdb [3S], dLdhI [bS, S],
-    dLdcI [bS, S]); the weight gradients are summed over time, and nothing flows through padded
-    steps.
-    input_grad=False skips dL/dx (dLdx is then None: for a first layer whose input needs
-    no gradient).
+    Called with the forward pass's arguments and options.
+
+    Parameters
+    ----------
+    x, W, b, hI, cI, seq_len, forward
+        As :func:`lltmTimeLoop`.
+    dLdh : numpy.ndarray, [sL, bS, S], or None
+        The gradient arriving at every step's output.
+    dLdhL, dLdcL : numpy.ndarray, [bS, S], optional
+        The gradients arriving at the final states.
+    workspace : LltmWorkspace, optional
+        From ``lltmTimeLoop(..., return_workspace=True)`` on the same inputs and options: skips
+        recomputing the forward pass. The backward consumes it.
+    input_grad : bool, default True
+        False skips dL/dx (``dLdx`` is then None), for a first layer whose input needs no
+        gradient.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LltmGrads
+        ``(dLdx, dLdW, dLdb, dLdhI, dLdcI)``: dLdx [sL, bS, nIn], dLdW [3S, S+nIn], dLdb [3S],
+        dLdhI and dLdcI [bS, S]; the weight gradients summed over time.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> B, nIn, S = 2, 3, 4
+    >>> W, bias = rng.normal(size=(3 * S, S + nIn)), np.zeros(3 * S)
+    >>> x, h0 = rng.normal(size=(5, B, nIn)), np.zeros((B, S))
+    >>> h, hL, cL = cells.lltmTimeLoop(x, W, bias, h0, h0)
+    >>> cells.lltmTimeLoopBp(x, W, bias, h0, h0, np.ones_like(h)).dLdW.shape
+    (12, 7)
     """
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)

@@ -43,7 +43,7 @@ number of threads the call runs on (cells/_threads.py); a backward whose weight 
 BLAS holds it at one thread meanwhile.
 """
 import numbers
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -152,14 +152,65 @@ class LstmGradsWithProjection(NamedTuple):
     dLdWproj: np.ndarray
 
 
-def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, gate_act=2, gate_alpha=0.0,
-                  gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0, out_act=0,
-                  out_alpha=0.0, out_beta=0.0, n_threads=None):
-    """One LSTM step.
+def lstmLayerCell(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray],
+                  hI: Optional[np.ndarray], cI: Optional[np.ndarray], *,
+                  Wp: Optional[np.ndarray] = None, cell_clip: float = 0.0, gate_act: int = 2,
+                  gate_alpha: float = 0.0, gate_beta: float = 0.0, cell_act: int = 0,
+                  cell_alpha: float = 0.0, cell_beta: float = 0.0, out_act: int = 0,
+                  out_alpha: float = 0.0, out_beta: float = 0.0, n_threads: Optional[int] = None) -> LstmCellResult:
+    """One LSTM step (libnd4j's lstmLayerCell).
 
-    x [bS, nIn], Wx [nIn, 4nOut], Wr [nOut, 4nOut], b [4nOut] or None, hI and cI [bS, nOut] or
-    None (zeros), Wp [3nOut] or None; the activations as in the module docstring. Returns an
-    LstmCellResult (h, c), each [bS, nOut].
+    Parameters
+    ----------
+    x : numpy.ndarray, [bS, nIn]
+        The input, float32 or float64 (every array of the call has one dtype).
+    Wx : numpy.ndarray, [nIn, 4nOut]
+        Input weights, gate blocks (i, f, g, o).
+    Wr : numpy.ndarray, [nOut, 4nOut]
+        Recurrent weights, gate blocks (i, f, g, o) ([nProj, 4nOut] with Wproj).
+    b : numpy.ndarray, [4nOut], or None
+        The bias (None: none).
+    hI, cI : numpy.ndarray, [bS, nOut], or None
+        The initial output and cell state (None: zeros; hI is [bS, nProj] with Wproj).
+    Wp : numpy.ndarray, [3nOut], optional
+        Peephole weights, blocks (i, f, o): i and f see the previous c, o the new one.
+    cell_clip : float, default 0.0
+        When positive, c is clipped to [-cell_clip, cell_clip] (no gradient where clipped).
+    gate_act, cell_act, out_act : int, default 2, 0, 0
+        libnd4j's activation codes (:data:`cells.lstm.ACTIVATIONS`: 0 tanh, 1 relu, 2 sigmoid,
+        3 affine, 4 leaky relu, 5 thresholded relu, 6 scaled tanh, 7 hard sigmoid, 8 ELU,
+        9 softsign, 10 softplus) of the gates i, f, o, of the candidate g, and of c in h.
+    gate_alpha, gate_beta, cell_alpha, cell_beta, out_alpha, out_beta : float, default 0.0
+        The activations' alpha and beta (used by the codes that name them).
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LstmCellResult
+        ``(h, c)``, each [bS, nOut].
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wr = rng.normal(size=(nIn, 4 * nOut)), rng.normal(size=(nOut, 4 * nOut))
+    >>> b = np.zeros(4 * nOut)
+    >>> h, c = cells.lstmLayerCell(rng.normal(size=(bS, nIn)), Wx, Wr, b, None, None)
+    >>> h.shape, c.shape
+    ((2, 4), (2, 4))
     """
     clip = _cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
@@ -171,16 +222,55 @@ def lstmLayerCell(x, Wx, Wr, b, hI, cI, *, Wp=None, cell_clip=0.0, gate_act=2, g
     return LstmCellResult(hL, cL)
 
 
-def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0, gate_act=2,
-                    gate_alpha=0.0, gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0,
-                    out_act=0, out_alpha=0.0, out_beta=0.0, n_threads=None):
-    """Gradients of one LSTM step (the forward is recomputed).
+def lstmLayerCellBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray],
+                    hI: Optional[np.ndarray], cI: Optional[np.ndarray], dLdh: Optional[np.ndarray],
+                    dLdc: Optional[np.ndarray], *,
+                    Wp: Optional[np.ndarray] = None, cell_clip: float = 0.0, gate_act: int = 2,
+                    gate_alpha: float = 0.0, gate_beta: float = 0.0, cell_act: int = 0,
+                    cell_alpha: float = 0.0, cell_beta: float = 0.0, out_act: int = 0,
+                    out_alpha: float = 0.0, out_beta: float = 0.0, n_threads: Optional[int] = None) -> LstmGrads:
+    """Gradients of one LSTM step (the forward pass is recomputed).
 
-    dLdh and dLdc [bS, nOut] are the gradients arriving at the outputs h and c (either may be
-    None: no gradient). Returns an LstmGrads (dLdx [bS, nIn], dLdWx [nIn, 4nOut],
-    dLdWr [nOut, 4nOut], dLdb [4nOut] (None when b is None), dLdhI [bS, nOut], dLdcI [bS, nOut],
-    dLdWp [3nOut] (None when Wp is None)); dLdhI and dLdcI are returned even when hI, cI are
-    None (zeros).
+    Parameters
+    ----------
+    x, Wx, Wr, b, hI, cI
+        As :func:`lstmLayerCell`.
+    dLdh, dLdc : numpy.ndarray, [bS, nOut], or None
+        The gradients arriving at the outputs h and c (None: no gradient there).
+    Wp, cell_clip, gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act, out_alpha, out_beta
+        As :func:`lstmLayerCell`.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LstmGrads
+        ``(dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI, dLdWp)``: dLdx [bS, nIn], dLdWx [nIn, 4nOut],
+        dLdWr [nOut, 4nOut], dLdb [4nOut] (None when b is None), dLdhI and dLdcI [bS, nOut]
+        (also when hI, cI are None), dLdWp [3nOut] (None when Wp is None).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wr = rng.normal(size=(nIn, 4 * nOut)), rng.normal(size=(nOut, 4 * nOut))
+    >>> b = np.zeros(4 * nOut)
+    >>> g = cells.lstmLayerCellBp(rng.normal(size=(bS, nIn)), Wx, Wr, b, None, None,
+    ...                           np.ones((bS, nOut)), None)
+    >>> g.dLdWr.shape, g.dLdWp is None
+    ((4, 16), True)
     """
     clip = _cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
@@ -196,19 +286,75 @@ def lstmLayerCellBp(x, Wx, Wr, b, hI, cI, dLdh, dLdc, *, Wp=None, cell_clip=0.0,
     return LstmGrads(dLdx[0], *grads)
 
 
-def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, Wproj=None, seq_len=None,
-                      cell_clip=0.0, gate_act=2, gate_alpha=0.0, gate_beta=0.0, cell_act=0,
-                      cell_alpha=0.0, cell_beta=0.0, out_act=0, out_alpha=0.0, out_beta=0.0,
-                      forward=True, return_workspace=False, n_threads=None):
-    """LSTM over a sequence.
+def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray],
+                      hI: Optional[np.ndarray], cI: Optional[np.ndarray], *,
+                      Wp: Optional[np.ndarray] = None, Wproj: Optional[np.ndarray] = None,
+                      seq_len: Optional[np.ndarray] = None, cell_clip: float = 0.0,
+                      gate_act: int = 2, gate_alpha: float = 0.0, gate_beta: float = 0.0,
+                      cell_act: int = 0, cell_alpha: float = 0.0, cell_beta: float = 0.0,
+                      out_act: int = 0, out_alpha: float = 0.0, out_beta: float = 0.0,
+                      forward: bool = True, return_workspace: bool = False,
+                      n_threads: Optional[int] = None) -> Union[LstmTimeLoopResult, LstmTimeLoopWithWorkspace]:
+    """An LSTM over a sequence (libnd4j's lstmLayer time loop).
 
-    x [sL, bS, nIn] (time-major, as libnd4j), the rest as lstmLayerCell; Wproj [nOut, nProj] or
-    None, seq_len [bS] or None and forward as in the module docstring. Returns an
-    LstmTimeLoopResult (h, hL, cL): h [sL, bS, nOut] the output of every step, hL and cL
-    [bS, nOut] the final states (with Wproj: Wr [nProj, 4nOut], hI [bS, nProj], h
-    [sL, bS, nProj], hL [bS, nProj]). With return_workspace=True returns an
-    LstmTimeLoopWithWorkspace (h, hL, cL, workspace), the LstmWorkspace that lets
-    lstmLayerTimeLoopBp skip recomputing this forward pass.
+    Parameters
+    ----------
+    x : numpy.ndarray, [sL, bS, nIn]
+        The inputs, time-major (as libnd4j); float32 or float64.
+    Wx : numpy.ndarray, [nIn, 4nOut]
+        Input weights, gate blocks (i, f, g, o).
+    Wr : numpy.ndarray, [nOut, 4nOut]
+        Recurrent weights, gate blocks (i, f, g, o) ([nProj, 4nOut] with Wproj).
+    b : numpy.ndarray, [4nOut], or None
+        The bias (None: none).
+    hI, cI : numpy.ndarray, [bS, nOut], or None
+        The initial output and cell state (None: zeros; hI is [bS, nProj] with Wproj).
+    Wproj : numpy.ndarray, [nOut, nProj], optional
+        Projects the output, h = (o∘tanh(c))·Wproj (PyTorch's ``proj_size``); the projected h
+        enters the next step.
+    seq_len : numpy.ndarray of int, [bS], optional
+        Row b runs only its first ``seq_len[b]`` steps (in [0, sL]); its outputs after them are 0
+        and its final state is the state after its last valid step. None: every row runs sL.
+    forward : bool, default True
+        False runs each row's valid steps in reverse time order, each output at its own time
+        index (ONNX ``direction="reverse"``).
+    Wp, cell_clip, gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act, out_alpha, out_beta
+        As :func:`lstmLayerCell`.
+    return_workspace : bool, default False
+        Also return the :class:`LstmWorkspace` that lets :func:`lstmLayerTimeLoopBp` skip
+        recomputing this forward pass.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LstmTimeLoopResult
+        ``(h, hL, cL)``: h [sL, bS, nOut] the output of every step, hL and cL [bS, nOut] the
+        final states (h [sL, bS, nProj] and hL [bS, nProj] with Wproj).
+    LstmTimeLoopWithWorkspace
+        ``(h, hL, cL, workspace)`` instead, with ``return_workspace=True``.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wr = rng.normal(size=(nIn, 4 * nOut)), rng.normal(size=(nOut, 4 * nOut))
+    >>> b = np.zeros(4 * nOut)
+    >>> h, hL, cL = cells.lstmLayerTimeLoop(rng.normal(size=(5, bS, nIn)), Wx, Wr, b, None, None)
+    >>> h.shape, hL.shape
+    ((5, 2, 4), (2, 4))
     """
     clip = _cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
@@ -227,23 +373,70 @@ def lstmLayerTimeLoop(x, Wx, Wr, b, hI, cI, *, Wp=None, Wproj=None, seq_len=None
     return LstmTimeLoopWithWorkspace(h, hL, cL, ws)
 
 
-def lstmLayerTimeLoopBp(x, Wx, Wr, b, hI, cI, dLdh, *, dLdhL=None, dLdcL=None, Wp=None,
-                        Wproj=None, seq_len=None, cell_clip=0.0, gate_act=2, gate_alpha=0.0,
-                        gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0, out_act=0,
-                        out_alpha=0.0, out_beta=0.0, forward=True, workspace=None,
-                        input_grad=True, n_threads=None):
-    """Backpropagation through time for lstmLayerTimeLoop.
+def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray],
+                        hI: Optional[np.ndarray], cI: Optional[np.ndarray], dLdh: Optional[np.ndarray], *,
+                        dLdhL: Optional[np.ndarray] = None, dLdcL: Optional[np.ndarray] = None,
+                        Wp: Optional[np.ndarray] = None, Wproj: Optional[np.ndarray] = None,
+                        seq_len: Optional[np.ndarray] = None, cell_clip: float = 0.0,
+                        gate_act: int = 2, gate_alpha: float = 0.0, gate_beta: float = 0.0,
+                        cell_act: int = 0, cell_alpha: float = 0.0, cell_beta: float = 0.0,
+                        out_act: int = 0, out_alpha: float = 0.0, out_beta: float = 0.0,
+                        forward: bool = True, workspace: Optional[LstmWorkspace] = None,
+                        input_grad: bool = True, n_threads: Optional[int] = None) -> Union[LstmGrads, LstmGradsWithProjection]:
+    """Backpropagation through time for :func:`lstmLayerTimeLoop`.
 
-    dLdh [sL, bS, nOut] is the gradient arriving at every step's output, dLdhL and dLdcL
-    [bS, nOut] the ones arriving at the final states (each may be None: no gradient); with
-    Wproj, dLdh is [sL, bS, nProj] and dLdhL [bS, nProj]. `workspace`, from
-    lstmLayerTimeLoop(..., return_workspace=True) on the same inputs and options, skips
-    recomputing the forward. Returns an LstmGrads (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut],
-    dLdWr [nOut, 4nOut], dLdb [4nOut] or None, dLdhI [bS, nOut], dLdcI [bS, nOut], dLdWp [3nOut]
-    or None), as lstmLayerCellBp; with Wproj an LstmGradsWithProjection, which adds dLdWproj
-    [nOut, nProj]. The weight gradients are summed over time.
-    input_grad=False skips dL/dx (dLdx is then None: for a first layer whose input needs
-    no gradient).
+    Called with the forward pass's arguments and options.
+
+    Parameters
+    ----------
+    x, Wx, Wr, b, hI, cI, Wp, Wproj, seq_len, forward
+        As :func:`lstmLayerTimeLoop`.
+    dLdh : numpy.ndarray, [sL, bS, nOut], or None
+        The gradient arriving at every step's output ([sL, bS, nProj] with Wproj).
+    dLdhL, dLdcL : numpy.ndarray, [bS, nOut], optional
+        The gradients arriving at the final states (dLdhL [bS, nProj] with Wproj).
+    cell_clip, gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act, out_alpha, out_beta
+        As :func:`lstmLayerCell`.
+    workspace : LstmWorkspace, optional
+        From ``lstmLayerTimeLoop(..., return_workspace=True)`` on the same inputs and options:
+        skips recomputing the forward pass. The backward consumes it.
+    input_grad : bool, default True
+        False skips dL/dx (``dLdx`` is then None), for a first layer whose input needs no
+        gradient.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LstmGrads
+        ``(dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI, dLdWp)`` as :func:`lstmLayerCellBp`'s, dLdx
+        [sL, bS, nIn]; the weight gradients summed over time.
+    LstmGradsWithProjection
+        With Wproj: the same, and ``dLdWproj`` [nOut, nProj].
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wr = rng.normal(size=(nIn, 4 * nOut)), rng.normal(size=(nOut, 4 * nOut))
+    >>> b = np.zeros(4 * nOut)
+    >>> x = rng.normal(size=(5, bS, nIn))
+    >>> h, hL, cL, ws = cells.lstmLayerTimeLoop(x, Wx, Wr, b, None, None, return_workspace=True)
+    >>> g = cells.lstmLayerTimeLoopBp(x, Wx, Wr, b, None, None, np.ones_like(h), workspace=ws)
+    >>> g.dLdx.shape, g.dLdb.shape
+    ((5, 2, 3), (16,))
     """
     clip = _cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,

@@ -84,12 +84,77 @@ class LstmLayerGrads(NamedTuple):
     dLdWp: Optional[np.ndarray]
 
 
-def lstmLayer(x, Wx, Wr, b=None, seqLen=None, hI=None, cI=None, Wp=None, *, dataFormat=0,
-              directionMode=0, gateAct=2, gateAlpha=0.0, gateBeta=0.0, cellAct=0,
-              cellAlpha=0.0, cellBeta=0.0, outAct=0, outAlpha=0.0, outBeta=0.0, cellClip=0.0,
-              retFullSeq=True, retLastH=False, retLastC=False, n_threads=None):
-    """libnd4j's lstmLayer: the requested outputs of (h, hL, cL), as a tuple in that order.
-    Shapes and semantics in the module docstring."""
+def lstmLayer(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray] = None,
+              seqLen: Optional[np.ndarray] = None, hI: Optional[np.ndarray] = None,
+              cI: Optional[np.ndarray] = None, Wp: Optional[np.ndarray] = None, *,
+              dataFormat: int = 0, directionMode: int = 0, gateAct: int = 2, gateAlpha: float = 0.0,
+              gateBeta: float = 0.0, cellAct: int = 0, cellAlpha: float = 0.0, cellBeta: float = 0.0,
+              outAct: int = 0, outAlpha: float = 0.0, outBeta: float = 0.0, cellClip: float = 0.0,
+              retFullSeq: bool = True, retLastH: bool = False, retLastC: bool = False,
+              n_threads: Optional[int] = None) -> tuple:
+    """libnd4j's lstmLayer op, whole: its inputs, I-args, T-args and B-args one to one.
+
+    The module docstring (and the user guide's lstmLayer section) states what libnd4j computes
+    where PyTorch and ONNX differ: the backward direction with seqLen, rows of length 0, the
+    float32 T-args.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        dataFormat 0 [sL, bS, nIn], 1 [bS, sL, nIn], 2 [bS, nIn, sL], 3 [sL, bS, nIn]; float32
+        or float64.
+    Wx : numpy.ndarray, [nIn, 4nOut] (bidirectional: [2, nIn, 4nOut], [0] forward)
+    Wr : numpy.ndarray, [nOut, 4nOut] (bidirectional: [2, nOut, 4nOut])
+    b : numpy.ndarray, [4nOut] (bidirectional: [2, 4nOut]), optional
+    seqLen : numpy.ndarray, [bS], optional
+        Lengths in [0, sL], integers or floats (truncated, as libnd4j reads them).
+    hI, cI : numpy.ndarray, [bS, nOut] (bidirectional: [2, bS, nOut]), optional
+        Initial states (None: zeros).
+    Wp : numpy.ndarray, [3nOut] (bidirectional: [2, 3nOut]), optional
+        Peepholes (i, f, o).
+    dataFormat : int, default 0
+        0 TNS, 1 NTS, 2 NST, 3 T2NS (x as TNS, with directionMode 4 only).
+    directionMode : int, default 0
+        0 forward, 1 backward, 2 bidirectional sum, 3 bidirectional concat (2nOut features,
+        forward first), 4 bidirectional with an extra dimension (h [sL, 2, bS, nOut]).
+    gateAct, cellAct, outAct : int, default 2, 0, 0
+        Activation codes (:data:`cells.lstm.ACTIVATIONS`) of i, f, o; of the candidate; of c in h.
+    gateAlpha, gateBeta, cellAlpha, cellBeta, outAlpha, outBeta : float, default 0.0
+        The activations' parameters (rounded to float32, as libnd4j's T-args).
+    cellClip : float, default 0.0
+        When positive, c is clipped to [-cellClip, cellClip].
+    retFullSeq, retLastH, retLastC : bool, default True, False, False
+        Which outputs to return: h, hL, cL.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The requested outputs in the order (h, hL, cL): h in x's layout with nOut features
+        (2nOut for directionMode 3; [sL, 2, bS, nOut] for 4), hL and cL [bS, nOut]
+        ([2, bS, nOut] bidirectional).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, or arrays of different dtypes.
+    ValueError
+        A wrong shape, a seqLen outside [0, sL], an activation code outside 0-10, a combination
+        of dataFormat and directionMode that libnd4j does not define, no output requested, a
+        negative cellClip.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(2, 5, 3))                          # dataFormat 1: [bS, sL, nIn]
+    >>> Wx, Wr = rng.normal(size=(2, 3, 16)), rng.normal(size=(2, 4, 16))
+    >>> h, hL = cells.lstmLayer(x, Wx, Wr, dataFormat=1, directionMode=3, retLastH=True)
+    >>> h.shape, hL.shape
+    ((2, 5, 8), (2, 2, 4))
+    """
     op = _Op(x, Wx, Wr, b, seqLen, hI, cI, Wp, dataFormat, directionMode,
              (gateAct, gateAlpha, gateBeta, cellAct, cellAlpha, cellBeta, outAct, outAlpha,
               outBeta), cellClip, retFullSeq, retLastH, retLastC, n_threads)
@@ -107,15 +172,54 @@ def lstmLayer(x, Wx, Wr, b=None, seqLen=None, hI=None, cI=None, Wp=None, *, data
     return tuple(outputs)
 
 
-def lstmLayer_bp(x, Wx, Wr, b=None, seqLen=None, hI=None, cI=None, Wp=None, dLdh=None,
-                 dLdhL=None, dLdcL=None, *, dataFormat=0, directionMode=0, gateAct=2,
-                 gateAlpha=0.0, gateBeta=0.0, cellAct=0, cellAlpha=0.0, cellBeta=0.0, outAct=0,
-                 outAlpha=0.0, outBeta=0.0, cellClip=0.0, retFullSeq=True, retLastH=False,
-                 retLastC=False, n_threads=None):
-    """libnd4j's lstmLayer_bp: the gradients of L = sum(dLdh∘h) + sum(dLdhL∘hL) +
-    sum(dLdcL∘cL) for lstmLayer's outputs, as an LstmLayerGrads (None for an input not given;
-    dLdx, dLdWx, dLdWr always). Each gradient is given exactly when its ret* keyword requests
-    its output; shapes and semantics in the module docstring."""
+def lstmLayer_bp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray] = None,
+                 seqLen: Optional[np.ndarray] = None, hI: Optional[np.ndarray] = None,
+                 cI: Optional[np.ndarray] = None, Wp: Optional[np.ndarray] = None,
+                 dLdh: Optional[np.ndarray] = None, dLdhL: Optional[np.ndarray] = None,
+                 dLdcL: Optional[np.ndarray] = None, *,
+                 dataFormat: int = 0, directionMode: int = 0, gateAct: int = 2, gateAlpha: float = 0.0,
+                 gateBeta: float = 0.0, cellAct: int = 0, cellAlpha: float = 0.0, cellBeta: float = 0.0,
+                 outAct: int = 0, outAlpha: float = 0.0, outBeta: float = 0.0, cellClip: float = 0.0,
+                 retFullSeq: bool = True, retLastH: bool = False, retLastC: bool = False,
+                 n_threads: Optional[int] = None) -> LstmLayerGrads:
+    """libnd4j's lstmLayer_bp: the gradients of lstmLayer's inputs.
+
+    L = sum(dLdh∘h) + sum(dLdhL∘hL) + sum(dLdcL∘cL) for the outputs lstmLayer returns with the
+    same arguments.
+
+    Parameters
+    ----------
+    x, Wx, Wr, b, seqLen, hI, cI, Wp
+        As :func:`lstmLayer`.
+    dLdh, dLdhL, dLdcL : numpy.ndarray or float, optional
+        The gradients of the outputs, each given exactly when its ret* keyword requests the
+        output; an array of the output's shape or a scalar (broadcast, as libnd4j).
+    dataFormat, directionMode, gateAct, gateAlpha, gateBeta, cellAct, cellAlpha, cellBeta, outAct, outAlpha, outBeta, cellClip, retFullSeq, retLastH, retLastC
+        As :func:`lstmLayer`.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    LstmLayerGrads
+        ``(dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI, dLdWp)``, each with its input's shape; None
+        for an input not given.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`lstmLayer`; also a gradient given for an output not requested, or none given.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> x, Wx, Wr = rng.normal(size=(5, 2, 3)), rng.normal(size=(3, 16)), rng.normal(size=(4, 16))
+    >>> g = cells.lstmLayer_bp(x, Wx, Wr, dLdh=np.ones((5, 2, 4)))
+    >>> g.dLdx.shape, g.dLdb is None
+    ((5, 2, 3), True)
+    """
     op = _Op(x, Wx, Wr, b, seqLen, hI, cI, Wp, dataFormat, directionMode,
              (gateAct, gateAlpha, gateBeta, cellAct, cellAlpha, cellBeta, outAct, outAlpha,
               outBeta), cellClip, retFullSeq, retLastH, retLastC, n_threads)

@@ -79,6 +79,24 @@ from cells.gru import gruTimeLoop, gruTimeLoopBp
 from cells.lstm import lstmLayerTimeLoop, lstmLayerTimeLoopBp
 from cells.rnn import rnnTimeLoop, rnnTimeLoopBp
 
+__all__ = [
+    "gru",
+    "gru_bp",
+    "lstm",
+    "lstm_bp",
+    "rnn",
+    "rnn_bp",
+    "GruOutputs",
+    "GruOutputsWithWorkspace",
+    "GruGrads",
+    "LstmOutputs",
+    "LstmOutputsWithWorkspace",
+    "LstmGrads",
+    "RnnOutputs",
+    "RnnOutputsWithWorkspace",
+    "RnnGrads",
+]
+
 
 class GruOutputs(NamedTuple):
     """gru's outputs: Y [seq_length, num_directions, batch_size, hidden_size] (layout 1:

@@ -13,7 +13,7 @@ CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else all cor
 the call runs on (cells/_threads.py); a backward whose weight gradients run on BLAS holds it at
 one thread meanwhile.
 """
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -65,9 +65,50 @@ class RnnGrads(NamedTuple):
     dLdb: np.ndarray
 
 
-def rnnCell(x, hI, Wx, Wh, b, *, activation="tanh", n_threads=None):
-    """One RNN step: x [bS, nIn], hI [bS, nOut], Wx [nIn, nOut], Wh [nOut, nOut], b [nOut] or
-    [2, nOut]. Returns h [bS, nOut]."""
+def rnnCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *,
+            activation: str = "tanh", n_threads: Optional[int] = None) -> np.ndarray:
+    """One vanilla RNN step.
+
+    Parameters
+    ----------
+    x : numpy.ndarray, [bS, nIn]
+        The input, float32 or float64 (every array of the call has one dtype).
+    hI : numpy.ndarray, [bS, nOut]
+        The previous state.
+    Wx : numpy.ndarray, [nIn, nOut]
+    Wh : numpy.ndarray, [nOut, nOut]
+    b : numpy.ndarray, [nOut] or [2, nOut]
+        bx alone, or the rows bx and bh (PyTorch's bias_ih, bias_hh).
+    activation : {"tanh", "relu"}, default "tanh"
+        h = act(x·Wx + bx + hI·Wh + bh); relu'(0) = 0, as PyTorch's autograd.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    h : numpy.ndarray, [bS, nOut]
+        The new state.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wh, b = rng.normal(size=(nIn, nOut)), rng.normal(size=(nOut, nOut)), np.zeros(nOut)
+    >>> cells.rnnCell(rng.normal(size=(bS, nIn)), np.zeros((bS, nOut)), Wx, Wh, b).shape
+    (2, 4)
+    """
     act = _activation(activation)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2)
     h, _, _ = backend.rnn_forward(dims, x[None], hI, Wx, Wh, b, act, False,
@@ -75,11 +116,48 @@ def rnnCell(x, hI, Wx, Wh, b, *, activation="tanh", n_threads=None):
     return h[0]
 
 
-def rnnCellBp(x, hI, Wx, Wh, b, dLdh, *, activation="tanh", n_threads=None):
-    """Gradients of one RNN step, given dLdh = dL/dh [bS, nOut] (the forward is recomputed).
+def rnnCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray,
+              dLdh: np.ndarray, *, activation: str = "tanh",
+              n_threads: Optional[int] = None) -> RnnGrads:
+    """Gradients of one RNN step (the forward pass is recomputed).
 
-    Returns an RnnGrads (dLdx [bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, nOut],
-    dLdWh [nOut, nOut], dLdb with b's shape).
+    Parameters
+    ----------
+    x, hI, Wx, Wh, b, activation
+        As :func:`rnnCell`.
+    dLdh : numpy.ndarray, [bS, nOut]
+        dL/dh, the gradient arriving at the new state.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    RnnGrads
+        ``(dLdx, dLdhI, dLdWx, dLdWh, dLdb)``: dLdx [bS, nIn], dLdhI [bS, nOut], dLdWx
+        [nIn, nOut], dLdWh [nOut, nOut], dLdb with b's shape (both rows of a [2, nOut] b get
+        the same gradient).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wh, b = rng.normal(size=(nIn, nOut)), rng.normal(size=(nOut, nOut)), np.zeros(nOut)
+    >>> g = cells.rnnCellBp(rng.normal(size=(bS, nIn)), np.zeros((bS, nOut)), Wx, Wh, b,
+    ...                     np.ones((bS, nOut)))
+    >>> g.dLdWx.shape
+    (3, 4)
     """
     act = _activation(activation)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2, dLdh=dLdh)
@@ -89,20 +167,64 @@ def rnnCellBp(x, hI, Wx, Wh, b, dLdh, *, activation="tanh", n_threads=None):
     return RnnGrads(dLdx[0], *grads)
 
 
-def rnnTimeLoop(x, hI, Wx, Wh, b, *, activation="tanh", seq_len=None, forward=True,
-                return_workspace=False, n_threads=None):
-    """RNN over a sequence.
+def rnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *,
+                activation: str = "tanh", seq_len: Optional[np.ndarray] = None,
+                forward: bool = True, return_workspace: bool = False,
+                n_threads: Optional[int] = None
+                ) -> Union[np.ndarray, RnnTimeLoopWithWorkspace]:
+    """A vanilla RNN over a sequence.
 
-    x [sL, bS, nIn] (time-major), hI [bS, nOut] the initial state, weights as rnnCell. Returns
-    h [sL, bS, nOut], the state after every step; with return_workspace=True an
-    RnnTimeLoopWithWorkspace (h, workspace), whose RnnWorkspace lets rnnTimeLoopBp skip
-    recomputing this forward pass.
+    Parameters
+    ----------
+    x : numpy.ndarray, [sL, bS, nIn]
+        The inputs, time-major; float32 or float64.
+    hI : numpy.ndarray, [bS, nOut]
+        The initial state.
+    Wx : numpy.ndarray, [nIn, nOut]
+    Wh : numpy.ndarray, [nOut, nOut]
+    b : numpy.ndarray, [nOut] or [2, nOut]
+        bx alone, or the rows bx and bh (PyTorch's bias_ih, bias_hh).
+    activation : {"tanh", "relu"}, default "tanh"
+        h = act(x·Wx + bx + hI·Wh + bh); relu'(0) = 0, as PyTorch's autograd.
+    seq_len : numpy.ndarray of int, [bS], optional
+        Row b runs only its first ``seq_len[b]`` steps (in [0, sL]); its outputs after them are 0
+        and its final state is the state after its last valid step. None: every row runs sL.
+    forward : bool, default True
+        False runs each row's valid steps in reverse time order, each output at its own time
+        index (ONNX ``direction="reverse"``).
+    return_workspace : bool, default False
+        Also return the :class:`RnnWorkspace` that lets :func:`rnnTimeLoopBp` skip recomputing
+        this forward pass.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
 
-    seq_len [bS] (integers in [0, sL]; None: all sL): row b runs only its first seq_len[b] steps,
-    and h is 0 after them (ONNX sequence_lens, PyTorch packed sequences). forward=False runs each
-    row's valid steps in reverse time order, each output at its own time index (ONNX
-    direction="reverse"). A row's final state is h[seq_len[b] - 1] going forward, h[0] in reverse
-    (hI when seq_len[b] = 0).
+    Returns
+    -------
+    h : numpy.ndarray, [sL, bS, nOut]
+        The state after every step.
+    RnnTimeLoopWithWorkspace
+        ``(h, workspace)`` instead, with ``return_workspace=True``.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wh, b = rng.normal(size=(nIn, nOut)), rng.normal(size=(nOut, nOut)), np.zeros(nOut)
+    >>> x = rng.normal(size=(5, bS, nIn))
+    >>> cells.rnnTimeLoop(x, np.zeros((bS, nOut)), Wx, Wh, b, activation="relu").shape
+    (5, 2, 4)
     """
     act = _activation(activation)
     keep = check.flag("return_workspace", return_workspace)
@@ -117,20 +239,59 @@ def rnnTimeLoop(x, hI, Wx, Wh, b, *, activation="tanh", seq_len=None, forward=Tr
     return RnnTimeLoopWithWorkspace(h, ws)
 
 
-def rnnTimeLoopBp(x, hI, Wx, Wh, b, dLdh, *, dLdhLast=None, workspace=None, activation="tanh",
-                  seq_len=None, forward=True, input_grad=True, n_threads=None):
-    """Backpropagation through time for rnnTimeLoop (with the same activation, seq_len and
-    forward).
+def rnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray,
+                  dLdh: Optional[np.ndarray], *, dLdhLast: Optional[np.ndarray] = None,
+                  workspace: Optional[RnnWorkspace] = None, activation: str = "tanh",
+                  seq_len: Optional[np.ndarray] = None, forward: bool = True,
+                  input_grad: bool = True, n_threads: Optional[int] = None) -> RnnGrads:
+    """Backpropagation through time for :func:`rnnTimeLoop`.
 
-    dLdh [sL, bS, nOut] is the gradient arriving at every step's output and dLdhLast [bS, nOut]
-    the one arriving at each row's final state (each may be None: no gradient; dLdh at a row's
-    padded steps is ignored). `workspace`, from rnnTimeLoop(..., return_workspace=True) on the
-    same inputs and options, skips recomputing the forward pass.
-    Returns an RnnGrads (dLdx [sL, bS, nIn], dLdhI [bS, nOut], dLdWx [nIn, nOut],
-    dLdWh [nOut, nOut], dLdb with b's shape); the weight gradients are summed over time, and
-    dLdx is 0 at padded steps.
-    input_grad=False skips dL/dx (dLdx is then None: for a first layer whose input needs
-    no gradient).
+    Called with the forward pass's arguments and options.
+
+    Parameters
+    ----------
+    x, hI, Wx, Wh, b, activation, seq_len, forward
+        As :func:`rnnTimeLoop`.
+    dLdh : numpy.ndarray, [sL, bS, nOut], or None
+        The gradient arriving at every step's output (ignored at padded steps).
+    dLdhLast : numpy.ndarray, [bS, nOut], optional
+        The gradient arriving at each row's final state.
+    workspace : RnnWorkspace, optional
+        From ``rnnTimeLoop(..., return_workspace=True)`` on the same inputs and options: skips
+        recomputing the forward pass. The backward consumes it.
+    input_grad : bool, default True
+        False skips dL/dx (``dLdx`` is then None), for a first layer whose input needs no
+        gradient.
+    n_threads : int, optional
+        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
+        core the process may use, but no more threads than leave each 16 hidden units.
+
+    Returns
+    -------
+    RnnGrads
+        ``(dLdx, dLdhI, dLdWx, dLdWh, dLdb)``: dLdx [sL, bS, nIn] (0 at padded steps), the rest
+        as :func:`rnnCellBp`'s, the weight gradients summed over time.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a float32 or float64 array, arrays of different dtypes, or an
+        option of the wrong kind.
+    ValueError
+        A shape that does not fit the others (the message names the argument, the expected and
+        the given shape), an option out of range, or a workspace made with other options or
+        already consumed.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> rng = np.random.default_rng(0)
+    >>> bS, nIn, nOut = 2, 3, 4
+    >>> Wx, Wh, b = rng.normal(size=(nIn, nOut)), rng.normal(size=(nOut, nOut)), np.zeros(nOut)
+    >>> x, hI = rng.normal(size=(5, bS, nIn)), np.zeros((bS, nOut))
+    >>> h = cells.rnnTimeLoop(x, hI, Wx, Wh, b)
+    >>> cells.rnnTimeLoopBp(x, hI, Wx, Wh, b, np.ones_like(h)).dLdWh.shape
+    (4, 4)
     """
     act = _activation(activation)
     fwd = check.flag("forward", forward)
