@@ -31,28 +31,51 @@ PREPARED_WORK_PER_THREAD = 256 * 1024
 
 
 class GruState(NamedTuple):
-    """The state a prepared GRU carries from call to call: h [bS, nOut]."""
+    """The state a prepared GRU carries from call to call.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [bS, nOut]
+    """
 
     h: np.ndarray
 
 
 class LstmState(NamedTuple):
-    """The state a prepared LSTM carries from call to call: h [bS, nState] (nProj with Wproj,
-    else nOut) and the cell state c [bS, nOut]."""
+    """The state a prepared LSTM carries from call to call.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [bS, nState]
+        nProj columns with Wproj, else nOut.
+    c : numpy.ndarray, [bS, nOut]
+        The cell state.
+    """
 
     h: np.ndarray
     c: np.ndarray
 
 
 class RnnState(NamedTuple):
-    """The state a prepared RNN carries from call to call: h [bS, nOut]."""
+    """The state a prepared RNN carries from call to call.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [bS, nOut]
+    """
 
     h: np.ndarray
 
 
 class LltmState(NamedTuple):
-    """The state a prepared LLTM carries from call to call: h [bS, S] and the cell state
-    c [bS, S]."""
+    """The state a prepared LLTM carries from call to call.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [bS, S]
+    c : numpy.ndarray, [bS, S]
+        The cell state.
+    """
 
     h: np.ndarray
     c: np.ndarray
@@ -63,9 +86,15 @@ _STATES = (GruState, LstmState, RnnState, LltmState)
 
 
 class NetResult(NamedTuple):
-    """What a call of a PreparedNet returns: h, every step's output ([sL, bS, nState], or
-    [bS, nState] for a call of one step), and the state after the call (the family's State
-    NamedTuple), to pass to the next call."""
+    """What a call of a :class:`PreparedNet` returns.
+
+    Attributes
+    ----------
+    h : numpy.ndarray
+        Every step's output, [sL, bS, nState] ([bS, nState] for a call of one step).
+    state : tuple
+        The state after the call (the family's State NamedTuple), to pass to the next call.
+    """
 
     h: np.ndarray
     state: tuple

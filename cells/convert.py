@@ -473,25 +473,31 @@ def rnn_to_onnx(Wx, Wh, b):
 
 class TorchRNN(NamedTuple):
     """The weights of a torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or RNNCell, from
-    from_torch_module.
+    :func:`from_torch_module`.
 
-      family               "gru", "lstm" or "rnn"
-      cell                 True for GRUCell / LSTMCell / RNNCell: one step, cells.gruCell /
-                           cells.lstmLayerCell / cells.rnnCell (x [bS, nIn]); False: the time
-                           loops
-      linear_before_reset  True for a GRU (PyTorch's only GRU), None for an LSTM or RNN
-      batch_first          the module's x is [bS, sL, nIn]; cells' time loops take
-                           x [sL, bS, nIn] (x.transpose(1, 0, 2)). False for the cells.
-      dropout              the module's dropout between layers (training mode only); not
-                           applied by cells
-      layers               layers[l][d]: the weights of layer l, direction d (0 forward, 1
-                           reverse: run with forward=False), as gru_from_torch (Wx, Wh,
-                           b [2, 3H]), lstm_from_torch (Wx, Wr, b [4H]) or rnn_from_torch
-                           (Wx, Wh, b [2, H]) returns them. Layer l > 0 takes the outputs of
-                           layer l-1's directions concatenated, [sL, bS, dirs*H]; h0, c0
-                           [layers*dirs, bS, H] are indexed l*dirs + d.
-      activation           an RNN's nonlinearity, "tanh" or "relu": cells' activation (the
-                           same for every layer); None for a GRU or LSTM
+    Attributes
+    ----------
+    family : str
+        "gru", "lstm" or "rnn".
+    cell : bool
+        True for GRUCell / LSTMCell / RNNCell: one step (cells.gruCell, cells.lstmLayerCell,
+        cells.rnnCell; x [bS, nIn]); False: the time loops.
+    linear_before_reset : bool or None
+        True for a GRU (PyTorch's only GRU), None for an LSTM or RNN.
+    batch_first : bool
+        The module's x is [bS, sL, nIn]; cells' time loops take x [sL, bS, nIn]
+        (``x.transpose(1, 0, 2)``). False for the cells.
+    dropout : float
+        The module's dropout between layers (training mode only); not applied by cells.
+    layers : list of list of tuple
+        ``layers[l][d]``: the weights of layer l, direction d (0 forward, 1 reverse: run with
+        forward=False), as gru_from_torch (Wx, Wh, b [2, 3H]), lstm_from_torch (Wx, Wr, b [4H])
+        or rnn_from_torch (Wx, Wh, b [2, H]) return them. Layer l > 0 takes the outputs of layer
+        l-1's directions concatenated, [sL, bS, dirs*H]; h0, c0 [layers*dirs, bS, H] are indexed
+        l*dirs + d.
+    activation : str or None
+        An RNN's nonlinearity, "tanh" or "relu" (the same for every layer); None for a GRU or
+        LSTM.
     """
 
     family: str

@@ -28,18 +28,27 @@ from cells.convert import gru_from_block
 
 
 class GruWorkspace(NamedTuple):
-    """What gruTimeLoop(..., return_workspace=True) keeps for gruTimeLoopBp.
+    """What ``gruTimeLoop(..., return_workspace=True)`` keeps for :func:`gruTimeLoopBp`.
 
-    Per step it holds (5nOut values per batch row with linear_before_reset, 4nOut without):
-      h     [sL, bS, nOut]   the states (the array gruTimeLoop returns)
-      gates [sL, bS, 3nOut]  the activated r, u, c
-      hc    [sL, bS, nOut]   hPrev·Wh_c + bh_c, with linear_before_reset only (else None)
-    and the options it was made with, which gruTimeLoopBp checks against its own: seq_len
-    (int64 [bS] or None) and forward.
+    Per step it holds 5nOut values per batch row with linear_before_reset, 4nOut without, and
+    the options it was made with, which the backward checks against its own.
 
-    gruTimeLoopBp consumes it: to keep a training step's memory at the workspace, it overwrites
-    gates and hc with gradients and leaves them read-only. A second backward pass needs a new
-    forward pass (as PyTorch frees a graph's saved tensors in backward()).
+    The backward consumes it: to keep a training step's memory at the workspace, it overwrites
+    the gates with gradients and leaves them read-only; a second backward pass needs a new forward
+    pass (as PyTorch frees a graph's saved tensors in ``backward()``).
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [sL, bS, nOut]
+        The states (the array gruTimeLoop returns).
+    gates : numpy.ndarray, [sL, bS, 3nOut]
+        The activated r, u, c.
+    hc : numpy.ndarray, [sL, bS, nOut], or None
+        hPrev·Wh_c + bh_c, with linear_before_reset only.
+    seq_len : numpy.ndarray of int64, [bS], or None
+        The lengths it was made with.
+    forward : bool
+        The direction it was made with.
     """
 
     h: np.ndarray
@@ -55,24 +64,49 @@ class GruWorkspace(NamedTuple):
 
 
 class GruCellResult(NamedTuple):
-    """gruCell's outputs: gates [bS, 3nOut] the activated r, u, c; h [bS, nOut] the new state."""
+    """What :func:`gruCell` returns.
+
+    Attributes
+    ----------
+    gates : numpy.ndarray, [bS, 3nOut]
+        The activated r, u, c.
+    h : numpy.ndarray, [bS, nOut]
+        The new state.
+    """
 
     gates: np.ndarray
     h: np.ndarray
 
 
 class GruTimeLoopWithWorkspace(NamedTuple):
-    """gruTimeLoop(..., return_workspace=True)'s outputs: h [sL, bS, nOut] the state after every
-    step, and the GruWorkspace for gruTimeLoopBp."""
+    """What ``gruTimeLoop(..., return_workspace=True)`` returns.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [sL, bS, nOut]
+        The state after every step.
+    workspace : GruWorkspace
+        For :func:`gruTimeLoopBp`.
+    """
 
     h: np.ndarray
     workspace: GruWorkspace
 
 
 class GruGrads(NamedTuple):
-    """The gradients gruCellBp and gruTimeLoopBp return (summed over time for a time loop):
-    dLdx with x's shape, dLdhI [bS, nOut], dLdWx [nIn, 3nOut], dLdWh [nOut, 3nOut], dLdb with
-    b's shape."""
+    """The gradients :func:`gruCellBp` and :func:`gruTimeLoopBp` return (summed over time for a
+    time loop).
+
+    Attributes
+    ----------
+    dLdx : numpy.ndarray or None
+        x's shape; None with ``input_grad=False``.
+    dLdhI : numpy.ndarray, [bS, nOut]
+    dLdWx : numpy.ndarray, [nIn, 3nOut]
+    dLdWh : numpy.ndarray, [nOut, 3nOut]
+    dLdb : numpy.ndarray
+        b's shape.
+    """
 
     dLdx: np.ndarray
     dLdhI: np.ndarray
@@ -82,7 +116,15 @@ class GruGrads(NamedTuple):
 
 
 class GruBlockCellResult(NamedTuple):
-    """gruBlockCell's outputs r, u, c (the activated gates) and h, each [bS, nOut]."""
+    """What :func:`gruBlockCell` returns: the activated gates and the new state.
+
+    Attributes
+    ----------
+    r : numpy.ndarray, [bS, nOut]
+    u : numpy.ndarray, [bS, nOut]
+    c : numpy.ndarray, [bS, nOut]
+    h : numpy.ndarray, [bS, nOut]
+    """
 
     r: np.ndarray
     u: np.ndarray
@@ -91,8 +133,17 @@ class GruBlockCellResult(NamedTuple):
 
 
 class GruBlockGrads(NamedTuple):
-    """The gradients gruBlockCellBp returns: dLdx [bS, nIn], dLdhLast [bS, nOut],
-    dLdWru [nIn+nOut, 2nOut], dLdWc [nIn+nOut, nOut], dLdbru [2nOut], dLdbc [nOut]."""
+    """The gradients :func:`gruBlockCellBp` returns.
+
+    Attributes
+    ----------
+    dLdx : numpy.ndarray, [bS, nIn]
+    dLdhLast : numpy.ndarray, [bS, nOut]
+    dLdWru : numpy.ndarray, [nIn+nOut, 2nOut]
+    dLdWc : numpy.ndarray, [nIn+nOut, nOut]
+    dLdbru : numpy.ndarray, [2nOut]
+    dLdbc : numpy.ndarray, [nOut]
+    """
 
     dLdx: np.ndarray
     dLdhLast: np.ndarray

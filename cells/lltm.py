@@ -26,18 +26,27 @@ from cells._threads import resolve_n_threads
 
 
 class LltmWorkspace(NamedTuple):
-    """What lltmTimeLoop(..., return_workspace=True) keeps for lltmTimeLoopBp: 5·S values per
-    batch row and step, tau-indexed (the time index of x) and 0 at padded positions
-    (tau >= seq_len[b]):
-      h     [sL, bS, S]   the outputs (the array lltmTimeLoop returns)
-      gates [sL, bS, 3S]  the activated gates i, o and the candidate n = elu(z2)
-      c     [sL, bS, S]   the cell state after the step
-    and the options it was made with, which lltmTimeLoopBp checks against its own: seq_len
-    (int64 [bS] or None) and forward.
+    """What ``lltmTimeLoop(..., return_workspace=True)`` keeps for :func:`lltmTimeLoopBp`.
 
-    lltmTimeLoopBp consumes it: to keep a training step's memory at the workspace, it overwrites
-    gates with gradients and leaves them read-only. A second backward pass needs a new forward
-    pass (as PyTorch frees a graph's saved tensors in backward()).
+    5·S values per batch row and step, indexed by the time index of x and 0 at padded
+    positions, and the options it was made with, which the backward checks against its own.
+
+    The backward consumes it: to keep a training step's memory at the workspace, it overwrites
+    the gates with gradients and leaves them read-only; a second backward pass needs a new forward
+    pass (as PyTorch frees a graph's saved tensors in ``backward()``).
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [sL, bS, S]
+        The outputs (the array lltmTimeLoop returns).
+    gates : numpy.ndarray, [sL, bS, 3S]
+        The activated gates i, o and the candidate n = elu(z2).
+    c : numpy.ndarray, [sL, bS, S]
+        The cell state after every step.
+    seq_len : numpy.ndarray of int64, [bS], or None
+        The lengths it was made with.
+    forward : bool
+        The direction it was made with.
     """
 
     h: np.ndarray
@@ -48,8 +57,17 @@ class LltmWorkspace(NamedTuple):
 
 
 class LltmCellResult(NamedTuple):
-    """lltm_forward's outputs: new_h, new_cell, input_gate, output_gate, candidate_cell [B, S];
-    X = [old_h, input] [B, S+nIn]; gate_weights [B, 3S], the pre-activations."""
+    """What :func:`lltm_forward` returns.
+
+    Attributes
+    ----------
+    new_h, new_cell : numpy.ndarray, [B, S]
+    input_gate, output_gate, candidate_cell : numpy.ndarray, [B, S]
+    X : numpy.ndarray, [B, S+nIn]
+        [old_h, input].
+    gate_weights : numpy.ndarray, [B, 3S]
+        The pre-activations.
+    """
 
     new_h: np.ndarray
     new_cell: np.ndarray
@@ -61,8 +79,16 @@ class LltmCellResult(NamedTuple):
 
 
 class LltmCellGrads(NamedTuple):
-    """The gradients lltm_backward returns: d_old_h [B, S], d_input [B, nIn],
-    d_weights [3S, S+nIn], d_bias [3S], d_old_cell [B, S]."""
+    """The gradients :func:`lltm_backward` returns.
+
+    Attributes
+    ----------
+    d_old_h : numpy.ndarray, [B, S]
+    d_input : numpy.ndarray, [B, nIn]
+    d_weights : numpy.ndarray, [3S, S+nIn]
+    d_bias : numpy.ndarray, [3S]
+    d_old_cell : numpy.ndarray, [B, S]
+    """
 
     d_old_h: np.ndarray
     d_input: np.ndarray
@@ -72,8 +98,15 @@ class LltmCellGrads(NamedTuple):
 
 
 class LltmTimeLoopResult(NamedTuple):
-    """lltmTimeLoop's outputs: h [sL, bS, S] every step's output, hL and cL [bS, S] the final
-    states."""
+    """What :func:`lltmTimeLoop` returns.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [sL, bS, S]
+        Every step's output.
+    hL, cL : numpy.ndarray, [bS, S]
+        The final states.
+    """
 
     h: np.ndarray
     hL: np.ndarray
@@ -81,8 +114,15 @@ class LltmTimeLoopResult(NamedTuple):
 
 
 class LltmTimeLoopWithWorkspace(NamedTuple):
-    """lltmTimeLoop(..., return_workspace=True)'s outputs: h, hL, cL as LltmTimeLoopResult, and
-    the LltmWorkspace for lltmTimeLoopBp."""
+    """What ``lltmTimeLoop(..., return_workspace=True)`` returns.
+
+    Attributes
+    ----------
+    h, hL, cL : numpy.ndarray
+        As :class:`LltmTimeLoopResult`.
+    workspace : LltmWorkspace
+        For :func:`lltmTimeLoopBp`.
+    """
 
     h: np.ndarray
     hL: np.ndarray
@@ -91,8 +131,16 @@ class LltmTimeLoopWithWorkspace(NamedTuple):
 
 
 class LltmGrads(NamedTuple):
-    """The gradients lltmTimeLoopBp returns, the weights' summed over time: dLdx [sL, bS, nIn],
-    dLdW [3S, S+nIn], dLdb [3S], dLdhI and dLdcI [bS, S]."""
+    """The gradients :func:`lltmTimeLoopBp` returns, the weights' summed over time.
+
+    Attributes
+    ----------
+    dLdx : numpy.ndarray, [sL, bS, nIn], or None
+        None with ``input_grad=False``.
+    dLdW : numpy.ndarray, [3S, S+nIn]
+    dLdb : numpy.ndarray, [3S]
+    dLdhI, dLdcI : numpy.ndarray, [bS, S]
+    """
 
     dLdx: np.ndarray
     dLdW: np.ndarray

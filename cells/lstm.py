@@ -60,29 +60,40 @@ _CODES = ", ".join(f"{code} {name}" for code, name in enumerate(ACTIVATIONS))
 
 
 class LstmWorkspace(NamedTuple):
-    """What lstmLayerTimeLoop(..., return_workspace=True) keeps for lstmLayerTimeLoopBp.
+    """What ``lstmLayerTimeLoop(..., return_workspace=True)`` keeps for
+    :func:`lstmLayerTimeLoopBp`.
 
     Per step it holds 6nOut values per batch row (5nOut + 2nProj with Wproj), indexed by time
-    (0 at a row's padded steps):
-      h     [sL, bS, nOut]   the outputs (the array lstmLayerTimeLoop returns; nProj columns
-                             with Wproj)
-      c     [sL, bS, nOut]   the cell states (after clipping)
-      gates [sL, bS, 4nOut]  the activated i, f, g, o (the pre-activation instead, for a gate
-                             whose activation's derivative needs it: leaky and thresholded
-                             relu, scaled tanh, hard sigmoid, ELU, softplus)
-      m     [sL, bS, nOut]   with Wproj, the outputs before the projection, o∘tanh(c); else None
-    and the configuration it was made with, which lstmLayerTimeLoopBp checks against its own:
-      seq_len      int64 [bS] or None
-      forward      bool
-      cell_clip    float
-      peepholes    bool (whether Wp was given)
-      projected    bool (whether Wproj was given)
-      activations  ((gate_act, gate_alpha, gate_beta), (cell_act, ...), (out_act, ...));
-                   the defaults' (σ, tanh, tanh) when not given
+    (0 at a row's padded steps), and the configuration it was made with, which the backward
+    checks against its own.
 
-    lstmLayerTimeLoopBp consumes it: to keep a training step's memory at the workspace, it
-    overwrites gates with gradients and leaves them read-only. A second backward pass needs a new
-    forward pass (as PyTorch frees a graph's saved tensors in backward()).
+    The backward consumes it: to keep a training step's memory at the workspace, it overwrites
+    the gates with gradients and leaves them read-only; a second backward pass needs a new forward
+    pass (as PyTorch frees a graph's saved tensors in ``backward()``).
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [sL, bS, nOut]
+        The outputs (nProj columns with Wproj).
+    c : numpy.ndarray, [sL, bS, nOut]
+        The cell states, after clipping.
+    gates : numpy.ndarray, [sL, bS, 4nOut]
+        The activated i, f, g, o (the pre-activation instead for a gate whose activation's
+        derivative needs it: leaky and thresholded relu, scaled tanh, hard sigmoid, ELU,
+        softplus).
+    m : numpy.ndarray, [sL, bS, nOut], or None
+        With Wproj, the outputs before the projection, o∘tanh(c).
+    seq_len : numpy.ndarray of int64, [bS], or None
+        The lengths it was made with.
+    forward : bool
+        The direction it was made with.
+    cell_clip : float
+    peepholes : bool
+        Whether Wp was given.
+    projected : bool
+        Whether Wproj was given.
+    activations : tuple
+        ((gate_act, gate_alpha, gate_beta), (cell_act, ...), (out_act, ...)).
     """
 
     h: np.ndarray
@@ -98,15 +109,30 @@ class LstmWorkspace(NamedTuple):
 
 
 class LstmCellResult(NamedTuple):
-    """lstmLayerCell's outputs h and c, each [bS, nOut]."""
+    """What :func:`lstmLayerCell` returns.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [bS, nOut]
+    c : numpy.ndarray, [bS, nOut]
+    """
 
     h: np.ndarray
     c: np.ndarray
 
 
 class LstmTimeLoopResult(NamedTuple):
-    """lstmLayerTimeLoop's outputs: h [sL, bS, nOut] the output of every step, hL and cL
-    [bS, nOut] the final states (h and hL [..., nProj] with Wproj)."""
+    """What :func:`lstmLayerTimeLoop` returns.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [sL, bS, nOut]
+        The output of every step ([sL, bS, nProj] with Wproj).
+    hL : numpy.ndarray, [bS, nOut]
+        The final output ([bS, nProj] with Wproj).
+    cL : numpy.ndarray, [bS, nOut]
+        The final cell state.
+    """
 
     h: np.ndarray
     hL: np.ndarray
@@ -114,8 +140,15 @@ class LstmTimeLoopResult(NamedTuple):
 
 
 class LstmTimeLoopWithWorkspace(NamedTuple):
-    """lstmLayerTimeLoop(..., return_workspace=True)'s outputs: h, hL, cL as LstmTimeLoopResult,
-    and the LstmWorkspace for lstmLayerTimeLoopBp."""
+    """What ``lstmLayerTimeLoop(..., return_workspace=True)`` returns.
+
+    Attributes
+    ----------
+    h, hL, cL : numpy.ndarray
+        As :class:`LstmTimeLoopResult`.
+    workspace : LstmWorkspace
+        For :func:`lstmLayerTimeLoopBp`.
+    """
 
     h: np.ndarray
     hL: np.ndarray
@@ -124,10 +157,22 @@ class LstmTimeLoopWithWorkspace(NamedTuple):
 
 
 class LstmGrads(NamedTuple):
-    """The gradients lstmLayerCellBp and lstmLayerTimeLoopBp return (summed over time for a time
-    loop): dLdx with x's shape, dLdWx [nIn, 4nOut], dLdWr [nOut, 4nOut], dLdb [4nOut] (None when
-    b is None), dLdhI and dLdcI [bS, nOut] (also when hI, cI are None: zeros), dLdWp [3nOut]
-    (None when Wp is None)."""
+    """The gradients :func:`lstmLayerCellBp` and :func:`lstmLayerTimeLoopBp` return (summed
+    over time for a time loop).
+
+    Attributes
+    ----------
+    dLdx : numpy.ndarray or None
+        x's shape; None with ``input_grad=False``.
+    dLdWx : numpy.ndarray, [nIn, 4nOut]
+    dLdWr : numpy.ndarray, [nOut, 4nOut]
+    dLdb : numpy.ndarray, [4nOut], or None
+        None when b is None.
+    dLdhI, dLdcI : numpy.ndarray, [bS, nOut]
+        Also when hI, cI are None (zeros).
+    dLdWp : numpy.ndarray, [3nOut], or None
+        None when Wp is None.
+    """
 
     dLdx: np.ndarray
     dLdWx: np.ndarray
@@ -139,8 +184,16 @@ class LstmGrads(NamedTuple):
 
 
 class LstmGradsWithProjection(NamedTuple):
-    """lstmLayerTimeLoopBp's gradients with Wproj: those of LstmGrads, with dLdWr
-    [nProj, 4nOut] and dLdhI [bS, nProj], and dLdWproj [nOut, nProj]."""
+    """What :func:`lstmLayerTimeLoopBp` returns with Wproj.
+
+    Attributes
+    ----------
+    dLdx, dLdWx, dLdb, dLdcI, dLdWp : numpy.ndarray
+        As :class:`LstmGrads`.
+    dLdWr : numpy.ndarray, [nProj, 4nOut]
+    dLdhI : numpy.ndarray, [bS, nProj]
+    dLdWproj : numpy.ndarray, [nOut, nProj]
+    """
 
     dLdx: np.ndarray
     dLdWx: np.ndarray

@@ -73,7 +73,22 @@ DIRECTION_MODES = ("forward", "backward", "bidirectional sum", "bidirectional co
 
 
 class LstmLayerGrads(NamedTuple):
-    """lstmLayer_bp's gradients, each with its input's shape, None for an input not given."""
+    """What :func:`lstmLayer_bp` returns: each gradient with its input's shape.
+
+    Attributes
+    ----------
+    dLdx : numpy.ndarray or None
+    dLdWx : numpy.ndarray or None
+    dLdWr : numpy.ndarray or None
+    dLdb : numpy.ndarray or None
+        None for an input not given.
+    dLdhI : numpy.ndarray or None
+        None for an input not given.
+    dLdcI : numpy.ndarray or None
+        None for an input not given.
+    dLdWp : numpy.ndarray or None
+        None for an input not given.
+    """
 
     dLdx: np.ndarray
     dLdWx: np.ndarray

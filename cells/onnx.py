@@ -99,15 +99,32 @@ __all__ = [
 
 
 class GruOutputs(NamedTuple):
-    """gru's outputs: Y [seq_length, num_directions, batch_size, hidden_size] (layout 1:
-    [batch_size, seq_length, num_directions, hidden_size]), Y_h shaped as initial_h."""
+    """What :func:`gru` returns.
+
+    Attributes
+    ----------
+    Y : numpy.ndarray
+        [seq_length, num_directions, batch_size, hidden_size] ([batch_size, seq_length,
+        num_directions, hidden_size] with layout 1).
+    Y_h : numpy.ndarray
+        Shaped as initial_h.
+    """
 
     Y: np.ndarray
     Y_h: np.ndarray
 
 
 class LstmOutputs(NamedTuple):
-    """lstm's outputs: Y as gru's, Y_h and Y_c shaped as initial_h."""
+    """What :func:`lstm` returns.
+
+    Attributes
+    ----------
+    Y : numpy.ndarray
+        [seq_length, num_directions, batch_size, hidden_size] ([batch_size, seq_length,
+        num_directions, hidden_size] with layout 1).
+    Y_h, Y_c : numpy.ndarray
+        Shaped as initial_h.
+    """
 
     Y: np.ndarray
     Y_h: np.ndarray
@@ -115,15 +132,31 @@ class LstmOutputs(NamedTuple):
 
 
 class RnnOutputs(NamedTuple):
-    """rnn's outputs: Y and Y_h as gru's."""
+    """What :func:`rnn` returns.
+
+    Attributes
+    ----------
+    Y : numpy.ndarray
+        [seq_length, num_directions, batch_size, hidden_size] ([batch_size, seq_length,
+        num_directions, hidden_size] with layout 1).
+    Y_h : numpy.ndarray
+        Shaped as initial_h.
+    """
 
     Y: np.ndarray
     Y_h: np.ndarray
 
 
 class GruOutputsWithWorkspace(NamedTuple):
-    """gru(..., return_workspace=True)'s outputs: GruOutputs' and the workspace for gru_bp
-    (a tuple of cells.GruWorkspace, one per direction)."""
+    """What ``gru(..., return_workspace=True)`` returns.
+
+    Attributes
+    ----------
+    Y, Y_h : numpy.ndarray
+        As :class:`GruOutputs`.
+    workspace : tuple of cells.GruWorkspace
+        One per direction, for :func:`gru_bp`.
+    """
 
     Y: np.ndarray
     Y_h: np.ndarray
@@ -131,8 +164,15 @@ class GruOutputsWithWorkspace(NamedTuple):
 
 
 class LstmOutputsWithWorkspace(NamedTuple):
-    """lstm(..., return_workspace=True)'s outputs: LstmOutputs' and the workspace for lstm_bp
-    (a tuple of cells.LstmWorkspace, one per direction)."""
+    """What ``lstm(..., return_workspace=True)`` returns.
+
+    Attributes
+    ----------
+    Y, Y_h, Y_c : numpy.ndarray
+        As :class:`LstmOutputs`.
+    workspace : tuple of cells.LstmWorkspace
+        One per direction, for :func:`lstm_bp`.
+    """
 
     Y: np.ndarray
     Y_h: np.ndarray
@@ -141,8 +181,15 @@ class LstmOutputsWithWorkspace(NamedTuple):
 
 
 class RnnOutputsWithWorkspace(NamedTuple):
-    """rnn(..., return_workspace=True)'s outputs: RnnOutputs' and the workspace for rnn_bp
-    (a tuple of cells.RnnWorkspace, one per direction)."""
+    """What ``rnn(..., return_workspace=True)`` returns.
+
+    Attributes
+    ----------
+    Y, Y_h : numpy.ndarray
+        As :class:`RnnOutputs`.
+    workspace : tuple of cells.RnnWorkspace
+        One per direction, for :func:`rnn_bp`.
+    """
 
     Y: np.ndarray
     Y_h: np.ndarray
@@ -150,8 +197,16 @@ class RnnOutputsWithWorkspace(NamedTuple):
 
 
 class GruGrads(NamedTuple):
-    """gru_bp's gradients, each with the ONNX shape of its input (B, initial_h: as given or
-    as if they were zeros)."""
+    """What :func:`gru_bp` returns: each gradient with the ONNX shape of its input.
+
+    Attributes
+    ----------
+    dX, dW, dR : numpy.ndarray
+    dB : numpy.ndarray
+        [num_directions, 6*hidden_size], also when B was not given.
+    dinitial_h : numpy.ndarray
+        Also when initial_h was not given (as if it were zeros).
+    """
 
     dX: np.ndarray
     dW: np.ndarray
@@ -161,8 +216,18 @@ class GruGrads(NamedTuple):
 
 
 class LstmGrads(NamedTuple):
-    """lstm_bp's gradients, each with the ONNX shape of its input (B, initial_h, initial_c: as
-    given or as if they were zeros); dP is None when P is."""
+    """What :func:`lstm_bp` returns: each gradient with the ONNX shape of its input.
+
+    Attributes
+    ----------
+    dX, dW, dR : numpy.ndarray
+    dB : numpy.ndarray
+        Also when B was not given.
+    dinitial_h, dinitial_c : numpy.ndarray
+        Also when not given (as if they were zeros).
+    dP : numpy.ndarray or None
+        None when P is.
+    """
 
     dX: np.ndarray
     dW: np.ndarray
@@ -174,8 +239,16 @@ class LstmGrads(NamedTuple):
 
 
 class RnnGrads(NamedTuple):
-    """rnn_bp's gradients, each with the ONNX shape of its input (B, initial_h: as given or
-    as if they were zeros)."""
+    """What :func:`rnn_bp` returns: each gradient with the ONNX shape of its input.
+
+    Attributes
+    ----------
+    dX, dW, dR : numpy.ndarray
+    dB : numpy.ndarray
+        Also when B was not given.
+    dinitial_h : numpy.ndarray
+        Also when initial_h was not given (as if it were zeros).
+    """
 
     dX: np.ndarray
     dW: np.ndarray

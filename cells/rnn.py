@@ -26,16 +26,27 @@ ACTIVATIONS = ("tanh", "relu")
 
 
 class RnnWorkspace(NamedTuple):
-    """What rnnTimeLoop(..., return_workspace=True) keeps for rnnTimeLoopBp.
+    """What ``rnnTimeLoop(..., return_workspace=True)`` keeps for :func:`rnnTimeLoopBp`.
 
-    Per step it holds 2nOut values per batch row:
-      h     [sL, bS, nOut]   the states (the array rnnTimeLoop returns)
-      gates [sL, bS, nOut]   act(z), the activation of every step (0 at a row's padded steps)
-    and the options it was made with, which rnnTimeLoopBp checks against its own: activation,
-    seq_len (int64 [bS] or None) and forward.
+    Per step it holds 2nOut values per batch row, and the options it was made with, which the
+    backward checks against its own.
 
-    rnnTimeLoopBp consumes it: it overwrites gates with gradients and leaves them read-only; a
-    second backward pass needs a new forward pass.
+    The backward consumes it: to keep a training step's memory at the workspace, it overwrites
+    the gates with gradients and leaves them read-only; a second backward pass needs a new forward
+    pass (as PyTorch frees a graph's saved tensors in ``backward()``).
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [sL, bS, nOut]
+        The states (the array rnnTimeLoop returns).
+    gates : numpy.ndarray, [sL, bS, nOut]
+        act(z) of every step (0 at a row's padded steps).
+    activation : str
+        The activation it was made with.
+    seq_len : numpy.ndarray of int64, [bS], or None
+        The lengths it was made with.
+    forward : bool
+        The direction it was made with.
     """
 
     h: np.ndarray
@@ -46,17 +57,34 @@ class RnnWorkspace(NamedTuple):
 
 
 class RnnTimeLoopWithWorkspace(NamedTuple):
-    """rnnTimeLoop(..., return_workspace=True)'s outputs: h [sL, bS, nOut] the state after every
-    step, and the RnnWorkspace for rnnTimeLoopBp."""
+    """What ``rnnTimeLoop(..., return_workspace=True)`` returns.
+
+    Attributes
+    ----------
+    h : numpy.ndarray, [sL, bS, nOut]
+        The state after every step.
+    workspace : RnnWorkspace
+        For :func:`rnnTimeLoopBp`.
+    """
 
     h: np.ndarray
     workspace: RnnWorkspace
 
 
 class RnnGrads(NamedTuple):
-    """The gradients rnnCellBp and rnnTimeLoopBp return (summed over time for a time loop):
-    dLdx with x's shape, dLdhI [bS, nOut], dLdWx [nIn, nOut], dLdWh [nOut, nOut], dLdb with b's
-    shape."""
+    """The gradients :func:`rnnCellBp` and :func:`rnnTimeLoopBp` return (summed over time for a
+    time loop).
+
+    Attributes
+    ----------
+    dLdx : numpy.ndarray or None
+        x's shape; None with ``input_grad=False``.
+    dLdhI : numpy.ndarray, [bS, nOut]
+    dLdWx : numpy.ndarray, [nIn, nOut]
+    dLdWh : numpy.ndarray, [nOut, nOut]
+    dLdb : numpy.ndarray
+        b's shape.
+    """
 
     dLdx: np.ndarray
     dLdhI: np.ndarray
