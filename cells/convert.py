@@ -92,12 +92,16 @@ cannot produce from gradients:
 """
 import numbers
 import sys
-from typing import List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from cells import _backend
 from cells import _validate as check
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "TorchRNN",
@@ -135,12 +139,43 @@ _PEEPHOLES, _ONNX_PEEPHOLES = "ifo", "iof"
 # GRU
 # ---------------------------------------------------------------------------------------------
 
-def gru_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
+def gru_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional[ArrayLike] = None,
+                   bias_hh: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """PyTorch's nn.GRU / nn.GRUCell weights (one layer, one direction) in cells' layout.
 
-    weight_ih [3H, I], weight_hh [3H, H], bias_ih [3H] or None (zeros), bias_hh [3H] or None
-    (zeros), gates r, z, n. Returns (Wx [I, 3H], Wh [H, 3H], b [2, 3H] = [bias_ih, bias_hh]),
-    to run with linear_before_reset=True (PyTorch's only GRU).
+    Parameters
+    ----------
+    weight_ih : array_like, [3H, I]
+        Gate blocks r, z, n.
+    weight_hh : array_like, [3H, H]
+    bias_ih, bias_hh : array_like, [3H], optional
+        None: zeros.
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, 3H]
+    Wh : numpy.ndarray, [H, 3H]
+    b : numpy.ndarray, [2, 3H]
+        [bias_ih, bias_hh], to run with linear_before_reset=True (PyTorch's only GRU).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import convert
+    >>> rng = np.random.default_rng(0)
+    >>> H, I = 3, 2
+    >>> Wx, Wh, b = convert.gru_from_torch(rng.normal(size=(3 * H, I)), rng.normal(size=(3 * H, H)))
+    >>> Wx.shape, Wh.shape, b.shape
+    ((2, 9), (3, 9), (2, 9))
     """
     weight_ih, weight_hh, bias_ih, bias_hh = _arrays(
         ("bias_ih", "bias_hh"),
@@ -153,12 +188,44 @@ def gru_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
             _reorder(b, _TORCH_GRU, _GRU))
 
 
-def gru_to_torch(Wx, Wh, b, *, linear_before_reset):
+def gru_to_torch(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
+                 linear_before_reset: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """cells' GRU weights as PyTorch's nn.GRU / nn.GRUCell parameters.
 
-    Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]; linear_before_reset must be True (PyTorch has
-    no reset-before GRU: False is a ValueError). Returns (weight_ih [3H, I], weight_hh [3H, H],
-    bias_ih [3H], bias_hh [3H]); bias_hh is zeros when b is [3H].
+    Parameters
+    ----------
+    Wx : array_like, [I, 3H]
+    Wh : array_like, [H, 3H]
+    b : array_like, [3H] or [2, 3H]
+    linear_before_reset : bool
+        The flag the model runs with in cells; must be True (PyTorch has no reset-before GRU).
+
+    Returns
+    -------
+    weight_ih : numpy.ndarray, [3H, I]
+    weight_hh : numpy.ndarray, [3H, H]
+    bias_ih, bias_hh : numpy.ndarray, [3H]
+        bias_hh is zeros when b is [3H].
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import convert
+    >>> rng = np.random.default_rng(0)
+    >>> H, I = 3, 2
+    >>> Wx, Wh, b = rng.normal(size=(I, 3 * H)), rng.normal(size=(H, 3 * H)), np.zeros((2, 3 * H))
+    >>> w_ih, w_hh, b_ih, b_hh = convert.gru_to_torch(Wx, Wh, b, linear_before_reset=True)
+    >>> np.array_equal(convert.gru_from_torch(w_ih, w_hh, b_ih, b_hh)[0], Wx)
+    True
     """
     if not check.flag("linear_before_reset", linear_before_reset):
         raise ValueError(
@@ -172,13 +239,35 @@ def gru_to_torch(Wx, Wh, b, *, linear_before_reset):
             _transposed(_reorder(Wh, _GRU, _TORCH_GRU)), bias_ih, bias_hh)
 
 
-def gru_from_keras(kernel, recurrent_kernel, bias=None, reset_after=True):
-    """Keras's GRU weights (layer.get_weights()) in cells' layout.
+def gru_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike, bias: Optional[ArrayLike] = None,
+                   reset_after: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keras's GRU weights (``layer.get_weights()``) in cells' layout.
 
-    kernel [I, 3H], recurrent_kernel [H, 3H], gates z, r, h; bias (None: zeros) [2, 3H] (rows
-    input, recurrent) when reset_after=True, [3H] when reset_after=False (the layer's own
-    option). Returns (Wx [I, 3H], Wh [H, 3H], b with bias's shape), to run with
-    linear_before_reset=reset_after.
+    Parameters
+    ----------
+    kernel : array_like, [I, 3H]
+        Gate blocks z, r, h.
+    recurrent_kernel : array_like, [H, 3H]
+    bias : array_like, optional
+        [2, 3H] (rows input, recurrent) when reset_after=True, [3H] when False; None: zeros.
+    reset_after : bool, default True
+        The layer's own option.
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, 3H]
+    Wh : numpy.ndarray, [H, 3H]
+    b : numpy.ndarray
+        bias's shape; run with linear_before_reset=reset_after.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     reset_after = check.flag("reset_after", reset_after)
     kernel, recurrent_kernel, bias = _arrays(
@@ -196,13 +285,34 @@ def gru_from_keras(kernel, recurrent_kernel, bias=None, reset_after=True):
             _reorder(bias, _KERAS_GRU, _GRU))
 
 
-def gru_to_keras(Wx, Wh, b, *, linear_before_reset):
-    """cells' GRU weights as Keras's (for layer.set_weights), for
-    keras.layers.GRU(reset_after=linear_before_reset).
+def gru_to_keras(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
+                 linear_before_reset: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """cells' GRU weights as Keras's, for ``keras.layers.GRU(reset_after=linear_before_reset)``.
 
-    Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]. Returns (kernel [I, 3H], recurrent_kernel
-    [H, 3H], bias): [2, 3H] with linear_before_reset=True (recurrent row 0 when b is [3H]),
-    else [3H] = gru_fold_bias(b) (reset-before: the rows are summed, the same model).
+    Parameters
+    ----------
+    Wx : array_like, [I, 3H]
+    Wh : array_like, [H, 3H]
+    b : array_like, [3H] or [2, 3H]
+    linear_before_reset : bool
+        The flag the model runs with in cells.
+
+    Returns
+    -------
+    kernel : numpy.ndarray, [I, 3H]
+    recurrent_kernel : numpy.ndarray, [H, 3H]
+    bias : numpy.ndarray
+        [2, 3H] with linear_before_reset=True (recurrent row 0 when b is [3H]), else [3H] =
+        gru_fold_bias(b) (reset-before: the rows are summed, the same model).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
@@ -212,13 +322,36 @@ def gru_to_keras(Wx, Wh, b, *, linear_before_reset):
             _reorder(bias, _GRU, _KERAS_GRU))
 
 
-def gru_from_onnx(W, R, B=None, direction=0):
+def gru_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
+                  direction: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One direction of an ONNX GRU node's inputs in cells' layout.
 
-    W [dirs, 3H, I], R [dirs, 3H, H], B [dirs, 6H] = [Wb | Rb] or None (zeros), gates z, r, h;
-    direction indexes dirs (a bidirectional node: 0 forward, 1 reverse, which cells runs with
-    forward=False). Returns (Wx [I, 3H], Wh [H, 3H], b [2, 3H] = [Wb, Rb]), to run with the
-    node's linear_before_reset.
+    Parameters
+    ----------
+    W : array_like, [dirs, 3H, I]
+        Gate blocks z, r, h.
+    R : array_like, [dirs, 3H, H]
+    B : array_like, [dirs, 6H], optional
+        [Wb | Rb]; None: zeros.
+    direction : int, default 0
+        The index into dirs: for a bidirectional node 0 forward, 1 reverse (which cells runs
+        with forward=False).
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, 3H]
+    Wh : numpy.ndarray, [H, 3H]
+    b : numpy.ndarray, [2, 3H]
+        [Wb, Rb]; run with the node's linear_before_reset.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     W, R, B = _arrays(("B",), W=W, R=R, B=B)
     H, d = _check_onnx(3, W, R, direction)
@@ -231,12 +364,43 @@ def gru_from_onnx(W, R, B=None, direction=0):
             _reorder(B[d].reshape(2, 3 * H), _ONNX_GRU, _GRU))
 
 
-def gru_to_onnx(Wx, Wh, b):
+def gru_to_onnx(Wx: ArrayLike, Wh: ArrayLike,
+                b: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """cells' GRU weights as an ONNX GRU node's inputs, with one direction (dirs = 1).
 
-    Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]. Returns (W [1, 3H, I], R [1, 3H, H],
-    B [1, 6H] = [Wb | Rb], Rb = 0 when b is [3H]); set the node's linear_before_reset to the
-    flag the model runs with in cells.
+    Parameters
+    ----------
+    Wx : array_like, [I, 3H]
+    Wh : array_like, [H, 3H]
+    b : array_like, [3H] or [2, 3H]
+
+    Returns
+    -------
+    W : numpy.ndarray, [1, 3H, I]
+    R : numpy.ndarray, [1, 3H, H]
+    B : numpy.ndarray, [1, 6H]
+        [Wb | Rb], Rb = 0 when b is [3H]. Set the node's linear_before_reset to the flag the
+        model runs with in cells.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import convert
+    >>> rng = np.random.default_rng(0)
+    >>> H, I = 3, 2
+    >>> Wx, Wh, b = rng.normal(size=(I, 3 * H)), rng.normal(size=(H, 3 * H)), np.zeros(3 * H)
+    >>> W, R, B = convert.gru_to_onnx(Wx, Wh, b)
+    >>> W.shape, R.shape, B.shape
+    ((1, 9, 2), (1, 9, 3), (1, 18))
     """
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     H = _check_gru(Wx, Wh, b)
@@ -245,13 +409,34 @@ def gru_to_onnx(Wx, Wh, b):
             _reorder(_two_rows(b), _GRU, _ONNX_GRU).reshape(1, 6 * H))
 
 
-def gru_from_block(Wru, Wc, bru, bc):
+def gru_from_block(Wru: ArrayLike, Wc: ArrayLike, bru: ArrayLike,
+                   bc: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The block GRU cell's weights (libnd4j's block gruCell, TensorFlow's GRUBlockCell,
     cells.gruBlockCell) in cells' layout.
 
-    Wru [I+H, 2H] (rows x then h, columns r then u), Wc [I+H, H], bru [2H], bc [H].
-    Returns (Wx [I, 3H], Wh [H, 3H], b [3H]), to run with linear_before_reset=False (the block
-    cell is reset-before).
+    Parameters
+    ----------
+    Wru : array_like, [I+H, 2H]
+        Rows x then h, columns r then u.
+    Wc : array_like, [I+H, H]
+    bru : array_like, [2H]
+    bc : array_like, [H]
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, 3H]
+    Wh : numpy.ndarray, [H, 3H]
+    b : numpy.ndarray, [3H]
+        To run with linear_before_reset=False (the block cell is reset-before).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     Wru, Wc, bru, bc = _arrays(Wru=Wru, Wc=Wc, bru=bru, bc=bc)
     check.ndim("Wc", Wc, 2, "[nIn+nOut, nOut]")
@@ -268,12 +453,34 @@ def gru_from_block(Wru, Wc, bru, bc):
             xp.concatenate([Wru[nIn:], Wc[nIn:]], axis=1), xp.concatenate([bru, bc]))
 
 
-def gru_to_block(Wx, Wh, b, *, linear_before_reset):
+def gru_to_block(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
+                 linear_before_reset: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """cells' GRU weights in the block cell's layout (see gru_from_block).
 
-    Wx [I, 3H], Wh [H, 3H], b [3H] or [2, 3H]; linear_before_reset must be False (the block
-    cell is reset-before: True is a ValueError). Returns (Wru [I+H, 2H], Wc [I+H, H],
-    bru [2H], bc [H]) with the bias gru_fold_bias(b).
+    Parameters
+    ----------
+    Wx : array_like, [I, 3H]
+    Wh : array_like, [H, 3H]
+    b : array_like, [3H] or [2, 3H]
+    linear_before_reset : bool
+        Must be False (the block cell is reset-before).
+
+    Returns
+    -------
+    Wru : numpy.ndarray, [I+H, 2H]
+    Wc : numpy.ndarray, [I+H, H]
+    bru : numpy.ndarray, [2H]
+    bc : numpy.ndarray, [H]
+        bru and bc hold gru_fold_bias(b).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     if check.flag("linear_before_reset", linear_before_reset):
         raise ValueError(
@@ -290,12 +497,36 @@ def gru_to_block(Wx, Wh, b, *, linear_before_reset):
     return Wru, Wc, bias[:2 * H].copy(), bias[2 * H:].copy()
 
 
-def gru_fold_bias(b, *, linear_before_reset):
+def gru_fold_bias(b: ArrayLike, *, linear_before_reset: bool) -> np.ndarray:
     """b [2, 3H] as one bias [3H] for the same model: libnd4j's fused gruCell, cells with b [3H].
 
-    Reset-before, every recurrent bias is a plain summand: returns b[0] + b[1]. With
-    linear_before_reset=True bh_r, bh_u fold the same way, but bh_c sits inside
-    r∘(hI·Wh_c + bh_c): a non-zero b[1, 2H:] is a ValueError. A b [3H] is returned as a copy.
+    Parameters
+    ----------
+    b : array_like, [2, 3H] or [3H]
+        A [3H] bias is returned as a copy.
+    linear_before_reset : bool
+        Reset-before, every recurrent bias is a plain summand: b[0] + b[1]. With
+        linear_before_reset bh_r and bh_u fold the same way, but bh_c sits inside r∘(hI·Wh_c +
+        bh_c).
+
+    Returns
+    -------
+    b : numpy.ndarray, [3H]
+
+    Raises
+    ------
+    ValueError
+        With linear_before_reset=True and a non-zero b[1, 2H:].
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import convert
+    >>> convert.gru_fold_bias(np.ones((2, 3)), linear_before_reset=False)
+    array([2., 2., 2.])
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     (b,) = _arrays(b=b)
@@ -309,12 +540,33 @@ def gru_fold_bias(b, *, linear_before_reset):
 # LSTM
 # ---------------------------------------------------------------------------------------------
 
-def lstm_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
+def lstm_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional[ArrayLike] = None,
+                    bias_hh: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """PyTorch's nn.LSTM / nn.LSTMCell weights (one layer, one direction) in cells' layout.
 
-    weight_ih [4H, I], weight_hh [4H, H], bias_ih [4H] or None, bias_hh [4H] or None, gates
-    i, f, g, o. Returns (Wx [I, 4H], Wr [H, 4H], b [4H] = bias_ih + bias_hh, the missing ones
-    as zeros).
+    Parameters
+    ----------
+    weight_ih : array_like, [4H, I]
+        Gate blocks i, f, g, o.
+    weight_hh : array_like, [4H, H]
+    bias_ih, bias_hh : array_like, [4H], optional
+        None: zeros.
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, 4H]
+    Wr : numpy.ndarray, [H, 4H]
+    b : numpy.ndarray, [4H]
+        bias_ih + bias_hh.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     weight_ih, weight_hh, bias_ih, bias_hh = _arrays(
         ("bias_ih", "bias_hh"),
@@ -326,11 +578,33 @@ def lstm_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
             _reorder(b, _TORCH_LSTM, _LSTM))
 
 
-def lstm_to_torch(Wx, Wr, b=None):
+def lstm_to_torch(Wx: ArrayLike, Wr: ArrayLike,
+                  b: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """cells' LSTM weights (no peepholes: PyTorch has none) as nn.LSTM / nn.LSTMCell parameters.
 
-    Wx [I, 4H], Wr [H, 4H], b [4H] or None. Returns (weight_ih [4H, I], weight_hh [4H, H],
-    bias_ih [4H] = b (zeros when None), bias_hh [4H] = zeros).
+    Parameters
+    ----------
+    Wx : array_like, [I, 4H]
+    Wr : array_like, [H, 4H]
+    b : array_like, [4H], optional
+
+    Returns
+    -------
+    weight_ih : numpy.ndarray, [4H, I]
+    weight_hh : numpy.ndarray, [4H, H]
+    bias_ih : numpy.ndarray, [4H]
+        b (zeros when None).
+    bias_hh : numpy.ndarray, [4H]
+        Zeros.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     Wx, Wr, b = _arrays(("b",), Wx=Wx, Wr=Wr, b=b)
     H = _check_lstm(Wx, Wr, b)
@@ -339,11 +613,32 @@ def lstm_to_torch(Wx, Wr, b=None):
             _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _TORCH_LSTM), _zeros(4 * H, Wx))
 
 
-def lstm_from_keras(kernel, recurrent_kernel, bias=None):
-    """Keras's LSTM weights (layer.get_weights()) in cells' layout.
+def lstm_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike,
+                    bias: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keras's LSTM weights (``layer.get_weights()``) in cells' layout.
 
-    kernel [I, 4H], recurrent_kernel [H, 4H], bias [4H] or None (zeros), gates i, f, c, o.
-    Returns (Wx [I, 4H], Wr [H, 4H], b [4H]).
+    Parameters
+    ----------
+    kernel : array_like, [I, 4H]
+        Gate blocks i, f, c, o.
+    recurrent_kernel : array_like, [H, 4H]
+    bias : array_like, [4H], optional
+        None: zeros.
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, 4H]
+    Wr : numpy.ndarray, [H, 4H]
+    b : numpy.ndarray, [4H]
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     kernel, recurrent_kernel, bias = _arrays(
         ("bias",), kernel=kernel, recurrent_kernel=recurrent_kernel, bias=bias)
@@ -354,11 +649,31 @@ def lstm_from_keras(kernel, recurrent_kernel, bias=None):
             _reorder(_or_zeros(bias, 4 * H, kernel), _KERAS_LSTM, _LSTM))
 
 
-def lstm_to_keras(Wx, Wr, b=None):
-    """cells' LSTM weights (no peepholes: Keras has none) as Keras's, for layer.set_weights.
+def lstm_to_keras(Wx: ArrayLike, Wr: ArrayLike,
+                  b: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """cells' LSTM weights (no peepholes: Keras has none) as Keras's, for ``layer.set_weights``.
 
-    Wx [I, 4H], Wr [H, 4H], b [4H] or None. Returns (kernel [I, 4H], recurrent_kernel [H, 4H],
-    bias [4H], zeros when b is None).
+    Parameters
+    ----------
+    Wx : array_like, [I, 4H]
+    Wr : array_like, [H, 4H]
+    b : array_like, [4H], optional
+
+    Returns
+    -------
+    kernel : numpy.ndarray, [I, 4H]
+    recurrent_kernel : numpy.ndarray, [H, 4H]
+    bias : numpy.ndarray, [4H]
+        Zeros when b is None.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     Wx, Wr, b = _arrays(("b",), Wx=Wx, Wr=Wr, b=b)
     H = _check_lstm(Wx, Wr, b)
@@ -366,13 +681,41 @@ def lstm_to_keras(Wx, Wr, b=None):
             _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _KERAS_LSTM))
 
 
-def lstm_from_onnx(W, R, B=None, P=None, direction=0):
+def lstm_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
+                   P: Optional[ArrayLike] = None, direction: int = 0
+                   ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """One direction of an ONNX LSTM node's inputs in cells' layout.
 
-    W [dirs, 4H, I], R [dirs, 4H, H], B [dirs, 8H] = [Wb | Rb] or None (zeros), P [dirs, 3H]
-    (peepholes i, o, f) or None, gates i, o, f, c; direction indexes dirs (a bidirectional
-    node: 0 forward, 1 reverse, which cells runs with forward=False). Returns (Wx [I, 4H],
-    Wr [H, 4H], b [4H] = Wb + Rb, Wp [3H] in blocks i, f, o, or None when P is None).
+    Parameters
+    ----------
+    W : array_like, [dirs, 4H, I]
+        Gate blocks i, o, f, c.
+    R : array_like, [dirs, 4H, H]
+    B : array_like, [dirs, 8H], optional
+        [Wb | Rb]; None: zeros.
+    P : array_like, [dirs, 3H], optional
+        Peepholes i, o, f.
+    direction : int, default 0
+        The index into dirs: for a bidirectional node 0 forward, 1 reverse (which cells runs
+        with forward=False).
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, 4H]
+    Wr : numpy.ndarray, [H, 4H]
+    b : numpy.ndarray, [4H]
+        Wb + Rb.
+    Wp : numpy.ndarray, [3H], or None
+        Blocks i, f, o; None when P is None.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     W, R, B, P = _arrays(("B", "P"), W=W, R=R, B=B, P=P)
     H, d = _check_onnx(4, W, R, direction)
@@ -389,12 +732,36 @@ def lstm_from_onnx(W, R, B=None, P=None, direction=0):
             _reorder(B[d, :4 * H] + B[d, 4 * H:], _ONNX_LSTM, _LSTM), P)
 
 
-def lstm_to_onnx(Wx, Wr, b=None, Wp=None):
+def lstm_to_onnx(Wx: ArrayLike, Wr: ArrayLike, b: Optional[ArrayLike] = None,
+                 Wp: Optional[ArrayLike] = None
+                 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """cells' LSTM weights as an ONNX LSTM node's inputs, with one direction (dirs = 1).
 
-    Wx [I, 4H], Wr [H, 4H], b [4H] or None, Wp [3H] (i, f, o) or None. Returns (W [1, 4H, I],
-    R [1, 4H, H], B [1, 8H] = [b | 0] (zeros when b is None), P [1, 3H] in blocks i, o, f, or
-    None when Wp is None).
+    Parameters
+    ----------
+    Wx : array_like, [I, 4H]
+    Wr : array_like, [H, 4H]
+    b : array_like, [4H], optional
+    Wp : array_like, [3H], optional
+        Peepholes i, f, o.
+
+    Returns
+    -------
+    W : numpy.ndarray, [1, 4H, I]
+    R : numpy.ndarray, [1, 4H, H]
+    B : numpy.ndarray, [1, 8H]
+        [b | 0] (zeros when b is None).
+    P : numpy.ndarray, [1, 3H], or None
+        Blocks i, o, f; None when Wp is None.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     Wx, Wr, b, Wp = _arrays(("b", "Wp"), Wx=Wx, Wr=Wr, b=b, Wp=Wp)
     H = _check_lstm(Wx, Wr, b, Wp)
@@ -409,12 +776,32 @@ def lstm_to_onnx(Wx, Wr, b=None, Wp=None):
 # Vanilla RNN
 # ---------------------------------------------------------------------------------------------
 
-def rnn_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
+def rnn_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional[ArrayLike] = None,
+                   bias_hh: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """PyTorch's nn.RNN / nn.RNNCell weights (one layer, one direction) in cells' layout.
 
-    weight_ih [H, I], weight_hh [H, H], bias_ih [H] or None (zeros), bias_hh [H] or None
-    (zeros). Returns (Wx [I, H], Wh [H, H], b [2, H] = [bias_ih, bias_hh]), to run with the
-    module's nonlinearity as cells' activation.
+    Parameters
+    ----------
+    weight_ih : array_like, [H, I]
+    weight_hh : array_like, [H, H]
+    bias_ih, bias_hh : array_like, [H], optional
+        None: zeros.
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, H]
+    Wh : numpy.ndarray, [H, H]
+    b : numpy.ndarray, [2, H]
+        [bias_ih, bias_hh]; run with the module's nonlinearity as cells' activation.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     weight_ih, weight_hh, bias_ih, bias_hh = _arrays(
         ("bias_ih", "bias_hh"),
@@ -425,12 +812,32 @@ def rnn_from_torch(weight_ih, weight_hh, bias_ih=None, bias_hh=None):
     return _transposed(weight_ih), _transposed(weight_hh), b
 
 
-def rnn_to_torch(Wx, Wh, b):
-    """cells' RNN weights as PyTorch's nn.RNN / nn.RNNCell parameters (set the module's
-    nonlinearity to the activation the model runs with in cells).
+def rnn_to_torch(Wx: ArrayLike, Wh: ArrayLike,
+                 b: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """cells' RNN weights as PyTorch's nn.RNN / nn.RNNCell parameters.
 
-    Wx [I, H], Wh [H, H], b [H] or [2, H]. Returns (weight_ih [H, I], weight_hh [H, H],
-    bias_ih [H], bias_hh [H]); bias_hh is zeros when b is [H].
+    Parameters
+    ----------
+    Wx : array_like, [I, H]
+    Wh : array_like, [H, H]
+    b : array_like, [H] or [2, H]
+
+    Returns
+    -------
+    weight_ih : numpy.ndarray, [H, I]
+    weight_hh : numpy.ndarray, [H, H]
+    bias_ih, bias_hh : numpy.ndarray, [H]
+        bias_hh is zeros when b is [H]. Set the module's nonlinearity to the activation the
+        model runs with in cells.
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     _check_rnn(Wx, Wh, b)
@@ -438,13 +845,36 @@ def rnn_to_torch(Wx, Wh, b):
     return _transposed(Wx), _transposed(Wh), bias_ih, bias_hh
 
 
-def rnn_from_onnx(W, R, B=None, direction=0):
+def rnn_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
+                  direction: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One direction of an ONNX RNN node's inputs in cells' layout.
 
-    W [dirs, H, I], R [dirs, H, H], B [dirs, 2H] = [Wb | Rb] or None (zeros); direction indexes
-    dirs (a bidirectional node: 0 forward, 1 reverse, which cells runs with forward=False).
-    Returns (Wx [I, H], Wh [H, H], b [2, H] = [Wb, Rb]), to run with the direction's activation
-    ("Tanh": activation="tanh", "Relu": "relu").
+    Parameters
+    ----------
+    W : array_like, [dirs, H, I]
+    R : array_like, [dirs, H, H]
+    B : array_like, [dirs, 2H], optional
+        [Wb | Rb]; None: zeros.
+    direction : int, default 0
+        The index into dirs: for a bidirectional node 0 forward, 1 reverse (which cells runs
+        with forward=False).
+
+    Returns
+    -------
+    Wx : numpy.ndarray, [I, H]
+    Wh : numpy.ndarray, [H, H]
+    b : numpy.ndarray, [2, H]
+        [Wb, Rb]; run with the direction's activation ("Tanh": activation="tanh", "Relu":
+        "relu").
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     W, R, B = _arrays(("B",), W=W, R=R, B=B)
     H, d = _check_onnx(1, W, R, direction)
@@ -455,12 +885,32 @@ def rnn_from_onnx(W, R, B=None, direction=0):
     return _transposed(W[d]), _transposed(R[d]), _two_rows(B[d].reshape(2, H))
 
 
-def rnn_to_onnx(Wx, Wh, b):
+def rnn_to_onnx(Wx: ArrayLike, Wh: ArrayLike,
+                b: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """cells' RNN weights as an ONNX RNN node's inputs, with one direction (dirs = 1).
 
-    Wx [I, H], Wh [H, H], b [H] or [2, H]. Returns (W [1, H, I], R [1, H, H], B [1, 2H] =
-    [Wb | Rb], Rb = 0 when b is [H]); set the node's activations to the one the model runs
-    with in cells ("Tanh" or "Relu").
+    Parameters
+    ----------
+    Wx : array_like, [I, H]
+    Wh : array_like, [H, H]
+    b : array_like, [H] or [2, H]
+
+    Returns
+    -------
+    W : numpy.ndarray, [1, H, I]
+    R : numpy.ndarray, [1, H, H]
+    B : numpy.ndarray, [1, 2H]
+        [Wb | Rb], Rb = 0 when b is [H]. Set the node's activations to the one the model runs
+        with in cells ("Tanh" or "Relu").
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape), or a conversion the target cannot represent.
     """
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     H = _check_rnn(Wx, Wh, b)
@@ -509,11 +959,36 @@ class TorchRNN(NamedTuple):
     activation: Optional[str] = None
 
 
-def from_torch_module(module):
+def from_torch_module(module: "torch.nn.Module") -> TorchRNN:
     """Every layer's and direction's weights of a torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or
-    RNNCell in cells' layout: a TorchRNN. Another module is a TypeError; an LSTM with
-    proj_size > 0 a ValueError (its weight_hr is not mapped here: cells.torch.LSTM runs it, and
-    lstmLayerTimeLoop takes it as Wproj = weight_hrᵀ)."""
+    RNNCell in cells' layout.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        One of those six classes.
+
+    Returns
+    -------
+    TorchRNN
+        ``layers[l][d]`` holds layer l's weights for direction d.
+
+    Raises
+    ------
+    TypeError
+        Another module.
+    ValueError
+        An LSTM with proj_size > 0 (its weight_hr is not mapped here: cells.torch.LSTM runs it,
+        and lstmLayerTimeLoop takes it as Wproj = weight_hrᵀ).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from cells import convert
+    >>> rnn = convert.from_torch_module(torch.nn.GRU(4, 3, num_layers=2, bidirectional=True))
+    >>> len(rnn.layers), len(rnn.layers[0]), rnn.layers[1][0][0].shape    # Wx of layer 1: [2H, 3H]
+    (2, 2, (6, 9))
+    """
     import torch
 
     kinds = ((torch.nn.GRU, "gru", False), (torch.nn.LSTM, "lstm", False),

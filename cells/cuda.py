@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from types import ModuleType
+from typing import List, Sequence
 
 import numpy as np
 
@@ -55,14 +57,40 @@ INSTALL_HINT = ('pip install "cells-rnn[gpu]" (CuPy for CUDA 13, cupy-cuda13x, a
                 'nvidia-cuda-nvrtc)')
 
 
-def kernel_name(family, phase, dtype):
-    """The name of a kernel: cells_kernel_<family>_<phase>_<f or d>."""
+def kernel_name(family: str, phase: str, dtype: np.dtype) -> str:
+    """The name of a kernel: ``cells_kernel_<family>_<phase>_<f or d>``.
+
+    Parameters
+    ----------
+    family : str
+    phase : str
+    dtype : numpy.dtype
+        float32 (f) or float64 (d).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import cuda
+    >>> cuda.kernel_name("lstm", "forward", np.dtype(np.float32))
+    'cells_kernel_lstm_forward_f'
+    """
     return f"cells_kernel_{family}_{phase}_{DTYPE_SUFFIX[np.dtype(dtype)]}"
 
 
-def include_dir():
-    """The directory that holds cells/*.h: inside the installed package (cells/include), or
-    the source tree's include/ (an in-place build)."""
+def include_dir() -> Path:
+    """The directory that holds the kernels' headers, ``cells/*.h``.
+
+    Inside the installed package (cells/include), or the source tree's include/ (an in-place
+    build).
+
+    Returns
+    -------
+    pathlib.Path
+    """
     here = Path(__file__).resolve().parent
     for candidate in (here / "include", here.parent / "include"):
         if (candidate / "cells" / "step.h").is_file():
@@ -71,10 +99,18 @@ def include_dir():
                             f"nor in {here.parent / 'include'}")
 
 
-def headers_hash():
-    """A hash of every header the kernels may include (include/cells/*.h, cells/kernels/*.cuh
-    and shim.h): CuPy's kernel cache hashes the source and not the headers reached through -I,
-    so the source carries it and an edited header is never served stale."""
+def headers_hash() -> str:
+    """A hash of every header the kernels may include.
+
+    include/cells/*.h, cells/kernels/*.cuh and shim.h: CuPy's kernel cache hashes the source and
+    not the headers reached through -I, so the source carries this hash and an edited header is
+    never served stale.
+
+    Returns
+    -------
+    str
+        A hex digest.
+    """
     digest = hashlib.sha256()
     headers = sorted((include_dir() / "cells").glob("*.h")) + sorted(KERNELS_DIR.glob("*.cuh"))
     for path in headers + [KERNELS_DIR / "shim.h"]:
@@ -82,8 +118,18 @@ def headers_hash():
     return digest.hexdigest()
 
 
-def kernel_source(source):
-    """The text of cells/kernels/<source>.cu, headed by the headers' hash."""
+def kernel_source(source: str) -> str:
+    """The text of ``cells/kernels/<source>.cu``, headed by the headers' hash.
+
+    Parameters
+    ----------
+    source : str
+        "gru", "lstm", "lltm" or "rnn".
+
+    Returns
+    -------
+    str
+    """
     text = (KERNELS_DIR / f"{source}.cu").read_text()
     return f"// cells headers {headers_hash()}\n{text}"
 
@@ -92,8 +138,19 @@ def _include_options():
     return (f"-I{include_dir()}", f"-I{KERNELS_DIR}")
 
 
-def import_cupy():
-    """CuPy, or an ImportError that says what to install."""
+def import_cupy() -> ModuleType:
+    """CuPy, or an ImportError that says what to install.
+
+    Returns
+    -------
+    module
+        cupy.
+
+    Raises
+    ------
+    ImportError
+        CuPy is not installed (the message gives the pip command).
+    """
     try:
         import cupy
     except ImportError as e:
@@ -101,10 +158,26 @@ def import_cupy():
     return cupy
 
 
-def compile_kernels(arch="sm_90"):
-    """Compile every kernel of every family, float and double, with NVRTC for `arch` (sm_XX:
-    a CUBIN, compute_XX: PTX); no device is needed. Returns the kernels' names; raises a
-    RuntimeError with NVRTC's log on any error or warning, or when a kernel is missing."""
+def compile_kernels(arch: str = "sm_90") -> List[str]:
+    """Compile every kernel of every family, float and double, with NVRTC; no device is needed.
+
+    Parameters
+    ----------
+    arch : str, default "sm_90"
+        sm_XX compiles a CUBIN, compute_XX PTX.
+
+    Returns
+    -------
+    list of str
+        The kernels' names.
+
+    Raises
+    ------
+    RuntimeError
+        With NVRTC's log, on any error or warning, or when a kernel is missing.
+    ImportError
+        Without CuPy and its NVRTC.
+    """
     nvrtc = import_cupy().cuda.nvrtc
     names = []
     for source in sorted(set(KERNEL_SOURCES.values())):
@@ -155,8 +228,18 @@ def _blocks(n):
 
 
 class DeviceLauncher:
-    """Kernels compiled by NVRTC (cupy.RawModule, once per source and device) on CuPy's current
-    stream."""
+    """Kernels compiled by NVRTC (``cupy.RawModule``, once per source and device), launched on
+    CuPy's current stream.
+
+    Raises
+    ------
+    ImportError
+        Without CuPy.
+
+    See Also
+    --------
+    device_launcher
+    """
 
     def __init__(self):
         self.cupy = import_cupy()
@@ -170,7 +253,24 @@ class DeviceLauncher:
             self._modules[key] = module
         return module.get_function(name)
 
-    def launch(self, family, phase, dtype, n, args):
+    def launch(self, family: str, phase: str, dtype: np.dtype, n: int, args: Sequence) -> None:
+        """Run one phase of a family's kernel over n elements.
+
+        Parameters
+        ----------
+        family : str
+            A key of KERNEL_SOURCES ("gru_reset_before", "gru_linear_before_reset", "lstm", "lltm",
+            "rnn").
+        phase : str
+            A phase of KERNEL_PHASES[family] ("forward", "backward", and the reset-before GRU's
+            "forward_b", "backward_b").
+        dtype : numpy.dtype
+            float32 or float64.
+        n : int
+            The elements (batch rows × units); 0 launches nothing.
+        args : sequence
+            The kernel's arguments: arrays, NumPy scalars, or None for a null pointer.
+        """
         if n == 0:
             return
         kernel = self._function(KERNEL_SOURCES[family], kernel_name(family, phase, dtype))
@@ -179,8 +279,21 @@ class DeviceLauncher:
 
 
 class CpuLauncher:
-    """The kernels compiled for the CPU with the shim (cells/kernels/shim.h) by g++, loaded with
-    ctypes; each runs its threads one after the other. For the tests of the orchestration."""
+    """The kernels compiled for the CPU by g++ with the shim (cells/kernels/shim.h), loaded with
+    ctypes.
+
+    Each kernel runs its threads one after the other: the GPU orchestration then runs with NumPy
+    standing in for CuPy, which is how the tests check it without a GPU.
+
+    Raises
+    ------
+    RuntimeError
+        Without g++ on PATH, or when g++ fails on a source.
+
+    See Also
+    --------
+    cpu_launcher
+    """
 
     _CTYPES = {np.dtype(np.int64): ctypes.c_longlong, np.dtype(np.int32): ctypes.c_int,
                np.dtype(np.float64): ctypes.c_double}
@@ -216,7 +329,24 @@ class CpuLauncher:
             return ctypes.c_void_p(a.ctypes.data)
         return self._CTYPES[a.dtype](a)
 
-    def launch(self, family, phase, dtype, n, args):
+    def launch(self, family: str, phase: str, dtype: np.dtype, n: int, args: Sequence) -> None:
+        """Run one phase of a family's kernel over n elements.
+
+        Parameters
+        ----------
+        family : str
+            A key of KERNEL_SOURCES ("gru_reset_before", "gru_linear_before_reset", "lstm", "lltm",
+            "rnn").
+        phase : str
+            A phase of KERNEL_PHASES[family] ("forward", "backward", and the reset-before GRU's
+            "forward_b", "backward_b").
+        dtype : numpy.dtype
+            float32 or float64.
+        n : int
+            The elements (batch rows × units); 0 launches nothing.
+        args : sequence
+            The kernel's arguments: arrays, NumPy scalars, or None for a null pointer.
+        """
         if n == 0:
             return
         wrapper = getattr(self._library(KERNEL_SOURCES[family]),
@@ -230,15 +360,25 @@ class CpuLauncher:
 _launchers = {}
 
 
-def device_launcher():
-    """The launcher of the kernels on CuPy's current device (made once)."""
+def device_launcher() -> "DeviceLauncher":
+    """The launcher of the kernels on CuPy's current device (made once).
+
+    Returns
+    -------
+    DeviceLauncher
+    """
     if "device" not in _launchers:
         _launchers["device"] = DeviceLauncher()
     return _launchers["device"]
 
 
-def cpu_launcher():
-    """The launcher of the kernels compiled for the CPU with the shim (made once)."""
+def cpu_launcher() -> "CpuLauncher":
+    """The launcher of the kernels compiled for the CPU with the shim (made once).
+
+    Returns
+    -------
+    CpuLauncher
+    """
     if "cpu" not in _launchers:
         _launchers["cpu"] = CpuLauncher()
     return _launchers["cpu"]

@@ -66,7 +66,7 @@ field, `workspace` (GruOutputsWithWorkspace, ...); passing it as `workspace=` to
 function (same inputs and attributes) skips recomputing the forward pass.
 """
 import numbers
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -257,20 +257,76 @@ class RnnGrads(NamedTuple):
     dinitial_h: np.ndarray
 
 
-def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, *, direction="forward",
-        linear_before_reset=0, layout=0, hidden_size=None, activations=None,
-        activation_alpha=None, activation_beta=None, clip=None, return_workspace=False,
-        n_threads=None):
-    """ONNX GRU. X [seq_length, batch_size, input_size] (layout 1: [batch_size, seq_length,
-    input_size]), W [num_directions, 3*hidden_size, input_size], R [num_directions,
-    3*hidden_size, hidden_size], B [num_directions, 6*hidden_size] or None (zeros),
-    sequence_lens [batch_size] or None (all seq_length), initial_h [num_directions, batch_size,
-    hidden_size] (layout 1: [batch_size, num_directions, hidden_size]) or None (zeros).
+def gru(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] = None,
+        sequence_lens: Optional[np.ndarray] = None, initial_h: Optional[np.ndarray] = None, *,
+        direction: str = "forward", linear_before_reset: int = 0, layout: int = 0,
+        hidden_size: Optional[int] = None, activations: Optional[Sequence[str]] = None,
+        activation_alpha: Optional[Sequence[float]] = None,
+        activation_beta: Optional[Sequence[float]] = None, clip: Optional[float] = None,
+        return_workspace: bool = False, n_threads: Optional[int] = None
+        ) -> Union[GruOutputs, GruOutputsWithWorkspace]:
+    """ONNX's GRU operator (opset 14) on cells' kernels.
 
-    Returns GruOutputs(Y, Y_h): Y [seq_length, num_directions, batch_size, hidden_size]
-    (layout 1: [batch_size, seq_length, num_directions, hidden_size]), Y_h shaped as initial_h.
-    With return_workspace=True returns GruOutputsWithWorkspace(Y, Y_h, workspace), the
-    workspace for gru_bp.
+    Parameters
+    ----------
+    X : numpy.ndarray
+        [seq_length, batch_size, input_size] (layout 1: [batch_size, seq_length, input_size]);
+        float32 or float64.
+    W : numpy.ndarray, [num_directions, 3*hidden_size, input_size]
+    R : numpy.ndarray, [num_directions, 3*hidden_size, hidden_size]
+    B : numpy.ndarray, [num_directions, 6*hidden_size], optional
+        [Wb | Rb]; None: zeros.
+    sequence_lens : numpy.ndarray of int, [batch_size], optional
+        None: every row runs seq_length.
+    initial_h : numpy.ndarray, optional
+        [num_directions, batch_size, hidden_size] (layout 1: [batch_size, num_directions,
+        hidden_size]); None: zeros.
+    linear_before_reset : int, default 0
+        ONNX's attribute: 1 is PyTorch's GRU.
+    direction : {"forward", "reverse", "bidirectional"}, default "forward"
+        num_directions is 2 for "bidirectional" (index 0 forward, 1 reverse), else 1.
+    layout : int, default 0
+        0: time first; 1: batch first in X, Y and the states (which ONNX Runtime refuses).
+    hidden_size : int, optional
+        Checked against R's last dimension when given.
+    activations, activation_alpha, activation_beta, clip
+        ONNX's attributes: only their defaults are implemented (the defaults spelled out are
+        accepted; anything else raises NotImplementedError).
+    return_workspace : bool, default False
+        Also return the per-direction workspaces, which the backward function takes to skip
+        recomputing the forward pass.
+    n_threads : int, optional
+        The threads the call runs on (as every cells function).
+
+    Returns
+    -------
+    GruOutputs
+        ``(Y, Y_h)``: Y [seq_length, num_directions, batch_size, hidden_size] (layout 1:
+        [batch_size, seq_length, num_directions, hidden_size]), Y_h shaped as initial_h.
+    GruOutputsWithWorkspace
+        ``(Y, Y_h, workspace)`` instead, with return_workspace=True.
+
+    Raises
+    ------
+    TypeError
+        A non-array or a wrong dtype.
+    ValueError
+        A wrong shape, direction or hidden_size, raised before any kernel runs.
+    NotImplementedError
+        An attribute other than its default (activations, activation_alpha, activation_beta,
+        clip, input_forget=1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import onnx as co
+    >>> rng = np.random.default_rng(0)
+    >>> T, B_, I, H = 5, 2, 3, 4
+    >>> X = rng.normal(size=(T, B_, I))
+    >>> W, R = rng.normal(size=(1, 3 * H, I)), rng.normal(size=(1, 3 * H, H))
+    >>> Y, Y_h = co.gru(X, W, R, linear_before_reset=1)
+    >>> Y.shape, Y_h.shape
+    ((5, 1, 2, 4), (1, 2, 4))
     """
     lbr = _binary("linear_before_reset", linear_before_reset) == 1
     keep = check.flag("return_workspace", return_workspace)
@@ -283,17 +339,57 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, *, direction="forwa
     return GruOutputsWithWorkspace(Y, Y_h, workspaces) if keep else GruOutputs(Y, Y_h)
 
 
-def gru_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, dY=None, dY_h=None, *,
-           direction="forward", linear_before_reset=0, layout=0, hidden_size=None,
-           activations=None, activation_alpha=None, activation_beta=None, clip=None,
-           workspace=None, n_threads=None):
-    """Gradients of ONNX GRU: the arguments and attributes of gru, and dY (Y's shape), dY_h
-    (Y_h's shape), the gradients arriving at its outputs (None: zeros). `workspace`, from
-    gru(..., return_workspace=True) on the same inputs and attributes, skips recomputing the
-    forward pass.
+def gru_bp(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] = None,
+           sequence_lens: Optional[np.ndarray] = None, initial_h: Optional[np.ndarray] = None,
+           dY: Optional[np.ndarray] = None, dY_h: Optional[np.ndarray] = None, *,
+           direction: str = "forward", linear_before_reset: int = 0, layout: int = 0,
+           hidden_size: Optional[int] = None, activations: Optional[Sequence[str]] = None,
+           activation_alpha: Optional[Sequence[float]] = None,
+           activation_beta: Optional[Sequence[float]] = None, clip: Optional[float] = None,
+           workspace: Optional[tuple] = None, n_threads: Optional[int] = None) -> GruGrads:
+    """Gradients of ONNX's GRU (which ONNX itself does not have).
 
-    Returns GruGrads(dX, dW, dR, dB, dinitial_h), each in the ONNX shape of its input; dB and
-    dinitial_h also when B or initial_h was None (the gradient as if it were zeros).
+    Parameters
+    ----------
+    X, W, R, B, sequence_lens, initial_h
+        As :func:`gru`.
+    dY, dY_h : numpy.ndarray, optional
+        The gradients arriving at Y and Y_h, in their shapes (None: zeros).
+    direction, linear_before_reset, layout, hidden_size, activations, activation_alpha, activation_beta, clip
+        As :func:`gru`.
+    workspace : tuple, optional
+        From ``gru(..., return_workspace=True)`` on the same inputs and attributes: skips
+        recomputing the forward pass.
+    n_threads : int, optional
+        The threads the call runs on (as every cells function).
+
+    Returns
+    -------
+    GruGrads
+        ``(dX, dW, dR, dB, dinitial_h)``, each in the ONNX shape of its input; dB and dinitial_h
+        also when B or initial_h was None (the gradient as if it were zeros).
+
+    Raises
+    ------
+    TypeError
+        A non-array or a wrong dtype.
+    ValueError
+        A wrong shape, direction or hidden_size, raised before any kernel runs.
+    NotImplementedError
+        An attribute other than its default (activations, activation_alpha, activation_beta,
+        clip, input_forget=1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import onnx as co
+    >>> rng = np.random.default_rng(0)
+    >>> T, B_, I, H = 5, 2, 3, 4
+    >>> X = rng.normal(size=(T, B_, I))
+    >>> W, R = rng.normal(size=(1, 3 * H, I)), rng.normal(size=(1, 3 * H, H))
+    >>> g = co.gru_bp(X, W, R, dY_h=np.ones((1, B_, H)))
+    >>> g.dW.shape, g.dB.shape
+    ((1, 12, 3), (1, 24))
     """
     lbr = _binary("linear_before_reset", linear_before_reset) == 1
     dims = _check_call(_GRU, X, W, R, direction, layout, hidden_size,
@@ -304,18 +400,80 @@ def gru_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, dY=None, dY_h=No
         dY, dY_h, [{"linear_before_reset": lbr}] * len(dims.forwards), workspace, n_threads))
 
 
-def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
-         direction="forward", layout=0, input_forget=0, hidden_size=None, activations=None,
-         activation_alpha=None, activation_beta=None, clip=None, return_workspace=False,
-         n_threads=None):
-    """ONNX LSTM. X, sequence_lens, initial_h as gru; W [num_directions, 4*hidden_size,
-    input_size], R [num_directions, 4*hidden_size, hidden_size], B [num_directions,
-    8*hidden_size] or None (zeros), initial_c shaped as initial_h or None (zeros),
-    P [num_directions, 3*hidden_size] or None (no peepholes).
+def lstm(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] = None,
+         sequence_lens: Optional[np.ndarray] = None, initial_h: Optional[np.ndarray] = None,
+         initial_c: Optional[np.ndarray] = None, P: Optional[np.ndarray] = None, *,
+         direction: str = "forward", layout: int = 0, input_forget: int = 0,
+         hidden_size: Optional[int] = None, activations: Optional[Sequence[str]] = None,
+         activation_alpha: Optional[Sequence[float]] = None,
+         activation_beta: Optional[Sequence[float]] = None, clip: Optional[float] = None,
+         return_workspace: bool = False, n_threads: Optional[int] = None
+         ) -> Union[LstmOutputs, LstmOutputsWithWorkspace]:
+    """ONNX's LSTM operator (opset 14) on cells' kernels.
 
-    Returns LstmOutputs(Y, Y_h, Y_c): Y as gru's, Y_h and Y_c shaped as initial_h. With
-    return_workspace=True returns LstmOutputsWithWorkspace(Y, Y_h, Y_c, workspace), the
-    workspace for lstm_bp.
+    Parameters
+    ----------
+    X : numpy.ndarray
+        [seq_length, batch_size, input_size] (layout 1: [batch_size, seq_length, input_size]);
+        float32 or float64.
+    W : numpy.ndarray, [num_directions, 4*hidden_size, input_size]
+    R : numpy.ndarray, [num_directions, 4*hidden_size, hidden_size]
+    B : numpy.ndarray, [num_directions, 8*hidden_size], optional
+        [Wb | Rb]; None: zeros.
+    sequence_lens : numpy.ndarray of int, [batch_size], optional
+        None: every row runs seq_length.
+    initial_h : numpy.ndarray, optional
+        [num_directions, batch_size, hidden_size] (layout 1: [batch_size, num_directions,
+        hidden_size]); None: zeros.
+    initial_c : numpy.ndarray, optional
+        Shaped as initial_h; None: zeros.
+    P : numpy.ndarray, [num_directions, 3*hidden_size], optional
+        Peepholes (i, o, f); None: none.
+    direction : {"forward", "reverse", "bidirectional"}, default "forward"
+        num_directions is 2 for "bidirectional" (index 0 forward, 1 reverse), else 1.
+    layout : int, default 0
+        0: time first; 1: batch first in X, Y and the states (which ONNX Runtime refuses).
+    hidden_size : int, optional
+        Checked against R's last dimension when given.
+    activations, activation_alpha, activation_beta, clip
+        ONNX's attributes: only their defaults are implemented (the defaults spelled out are
+        accepted; anything else raises NotImplementedError).
+    input_forget : int, default 0
+        Only 0 is implemented.
+    return_workspace : bool, default False
+        Also return the per-direction workspaces, which the backward function takes to skip
+        recomputing the forward pass.
+    n_threads : int, optional
+        The threads the call runs on (as every cells function).
+
+    Returns
+    -------
+    LstmOutputs
+        ``(Y, Y_h, Y_c)``: Y as :func:`gru`'s, Y_h and Y_c shaped as initial_h.
+    LstmOutputsWithWorkspace
+        ``(Y, Y_h, Y_c, workspace)`` instead, with return_workspace=True.
+
+    Raises
+    ------
+    TypeError
+        A non-array or a wrong dtype.
+    ValueError
+        A wrong shape, direction or hidden_size, raised before any kernel runs.
+    NotImplementedError
+        An attribute other than its default (activations, activation_alpha, activation_beta,
+        clip, input_forget=1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import onnx as co
+    >>> rng = np.random.default_rng(0)
+    >>> T, B_, I, H = 5, 2, 3, 4
+    >>> X = rng.normal(size=(T, B_, I))
+    >>> W, R = rng.normal(size=(2, 4 * H, I)), rng.normal(size=(2, 4 * H, H))
+    >>> Y, Y_h, Y_c = co.lstm(X, W, R, direction="bidirectional")
+    >>> Y.shape, Y_c.shape
+    ((5, 2, 2, 4), (2, 2, 4))
     """
     _check_input_forget(input_forget)
     keep = check.flag("return_workspace", return_workspace)
@@ -343,18 +501,60 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
     return LstmOutputs(Y, Y_h, Y_c)
 
 
-def lstm_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
-            dY=None, dY_h=None, dY_c=None, *, direction="forward", layout=0, input_forget=0,
-            hidden_size=None, activations=None, activation_alpha=None, activation_beta=None,
-            clip=None, workspace=None, n_threads=None):
-    """Gradients of ONNX LSTM: the arguments and attributes of lstm, and dY, dY_h, dY_c (the
-    shapes of Y, Y_h, Y_c), the gradients arriving at its outputs (None: zeros). `workspace`,
-    from lstm(..., return_workspace=True) on the same inputs and attributes, skips recomputing
-    the forward pass.
+def lstm_bp(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] = None,
+            sequence_lens: Optional[np.ndarray] = None, initial_h: Optional[np.ndarray] = None,
+            initial_c: Optional[np.ndarray] = None, P: Optional[np.ndarray] = None,
+            dY: Optional[np.ndarray] = None, dY_h: Optional[np.ndarray] = None,
+            dY_c: Optional[np.ndarray] = None, *, direction: str = "forward", layout: int = 0,
+            input_forget: int = 0, hidden_size: Optional[int] = None,
+            activations: Optional[Sequence[str]] = None,
+            activation_alpha: Optional[Sequence[float]] = None,
+            activation_beta: Optional[Sequence[float]] = None, clip: Optional[float] = None,
+            workspace: Optional[tuple] = None, n_threads: Optional[int] = None) -> LstmGrads:
+    """Gradients of ONNX's LSTM (which ONNX itself does not have).
 
-    Returns LstmGrads(dX, dW, dR, dB, dinitial_h, dinitial_c, dP), each in the ONNX shape of its
-    input; dB, dinitial_h, dinitial_c also when their input was None (as if it were zeros);
-    dP is None when P is. dB = [dWb | dRb] with dWb = dRb (the biases enter as a sum).
+    Parameters
+    ----------
+    X, W, R, B, sequence_lens, initial_h, initial_c, P
+        As :func:`lstm`.
+    dY, dY_h, dY_c : numpy.ndarray, optional
+        The gradients arriving at Y, Y_h and Y_c, in their shapes (None: zeros).
+    direction, layout, input_forget, hidden_size, activations, activation_alpha, activation_beta, clip
+        As :func:`lstm`.
+    workspace : tuple, optional
+        From ``lstm(..., return_workspace=True)`` on the same inputs and attributes: skips
+        recomputing the forward pass.
+    n_threads : int, optional
+        The threads the call runs on (as every cells function).
+
+    Returns
+    -------
+    LstmGrads
+        ``(dX, dW, dR, dB, dinitial_h, dinitial_c, dP)``, each in the ONNX shape of its input;
+        dB, dinitial_h and dinitial_c also when their input was None (as if it were zeros); dP
+        is None when P is. dB = [dWb | dRb] with dWb = dRb (the biases enter as a sum).
+
+    Raises
+    ------
+    TypeError
+        A non-array or a wrong dtype.
+    ValueError
+        A wrong shape, direction or hidden_size, raised before any kernel runs.
+    NotImplementedError
+        An attribute other than its default (activations, activation_alpha, activation_beta,
+        clip, input_forget=1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import onnx as co
+    >>> rng = np.random.default_rng(0)
+    >>> T, B_, I, H = 5, 2, 3, 4
+    >>> X = rng.normal(size=(T, B_, I))
+    >>> W, R = rng.normal(size=(1, 4 * H, I)), rng.normal(size=(1, 4 * H, H))
+    >>> g = co.lstm_bp(X, W, R, dY=np.ones((T, 1, B_, H)))
+    >>> g.dR.shape, g.dP is None
+    ((1, 16, 4), True)
     """
     _check_input_forget(input_forget)
     dims = _check_call(_LSTM, X, W, R, direction, layout, hidden_size,
@@ -386,16 +586,74 @@ def lstm_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None,
     return LstmGrads(dX, dW, dR, dB, dinitial_h, dinitial_c, dP)
 
 
-def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, *, direction="forward", layout=0,
-        hidden_size=None, activations=None, activation_alpha=None, activation_beta=None,
-        clip=None, return_workspace=False, n_threads=None):
-    """ONNX RNN. X, sequence_lens, initial_h as gru; W [num_directions, hidden_size,
-    input_size], R [num_directions, hidden_size, hidden_size], B [num_directions,
-    2*hidden_size] or None (zeros); activations None (Tanh) or one of "Tanh", "Relu" for each
-    direction.
+def rnn(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] = None,
+        sequence_lens: Optional[np.ndarray] = None, initial_h: Optional[np.ndarray] = None, *,
+        direction: str = "forward", layout: int = 0, hidden_size: Optional[int] = None,
+        activations: Optional[Sequence[str]] = None,
+        activation_alpha: Optional[Sequence[float]] = None,
+        activation_beta: Optional[Sequence[float]] = None, clip: Optional[float] = None,
+        return_workspace: bool = False, n_threads: Optional[int] = None
+        ) -> Union[RnnOutputs, RnnOutputsWithWorkspace]:
+    """ONNX's RNN operator (opset 14) on cells' kernels.
 
-    Returns RnnOutputs(Y, Y_h), shaped as gru's. With return_workspace=True returns
-    RnnOutputsWithWorkspace(Y, Y_h, workspace), the workspace for rnn_bp.
+    Parameters
+    ----------
+    X : numpy.ndarray
+        [seq_length, batch_size, input_size] (layout 1: [batch_size, seq_length, input_size]);
+        float32 or float64.
+    W : numpy.ndarray, [num_directions, 1*hidden_size, input_size]
+    R : numpy.ndarray, [num_directions, 1*hidden_size, hidden_size]
+    B : numpy.ndarray, [num_directions, 2*hidden_size], optional
+        [Wb | Rb]; None: zeros.
+    sequence_lens : numpy.ndarray of int, [batch_size], optional
+        None: every row runs seq_length.
+    initial_h : numpy.ndarray, optional
+        [num_directions, batch_size, hidden_size] (layout 1: [batch_size, num_directions,
+        hidden_size]); None: zeros.
+    activations : sequence of str, optional
+        One of "Tanh" (the default) and "Relu" per direction.
+    direction : {"forward", "reverse", "bidirectional"}, default "forward"
+        num_directions is 2 for "bidirectional" (index 0 forward, 1 reverse), else 1.
+    layout : int, default 0
+        0: time first; 1: batch first in X, Y and the states (which ONNX Runtime refuses).
+    hidden_size : int, optional
+        Checked against R's last dimension when given.
+    activation_alpha, activation_beta, clip
+        Only their defaults are implemented.
+    return_workspace : bool, default False
+        Also return the per-direction workspaces, which the backward function takes to skip
+        recomputing the forward pass.
+    n_threads : int, optional
+        The threads the call runs on (as every cells function).
+
+    Returns
+    -------
+    RnnOutputs
+        ``(Y, Y_h)``, shaped as :func:`gru`'s.
+    RnnOutputsWithWorkspace
+        ``(Y, Y_h, workspace)`` instead, with return_workspace=True.
+
+    Raises
+    ------
+    TypeError
+        A non-array or a wrong dtype.
+    ValueError
+        A wrong shape, direction or hidden_size, raised before any kernel runs.
+    NotImplementedError
+        An attribute other than its default (activations, activation_alpha, activation_beta,
+        clip, input_forget=1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import onnx as co
+    >>> rng = np.random.default_rng(0)
+    >>> T, B_, I, H = 5, 2, 3, 4
+    >>> X = rng.normal(size=(T, B_, I))
+    >>> Y, Y_h = co.rnn(X, rng.normal(size=(1, H, I)), rng.normal(size=(1, H, H)),
+    ...                 activations=["Relu"])
+    >>> Y.shape
+    (5, 1, 2, 4)
     """
     keep = check.flag("return_workspace", return_workspace)
     dims = _check_call(_RNN, X, W, R, direction, layout, hidden_size,
@@ -406,18 +664,57 @@ def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, *, direction="forwa
     return RnnOutputsWithWorkspace(Y, Y_h, workspaces) if keep else RnnOutputs(Y, Y_h)
 
 
-def rnn_bp(X, W, R, B=None, sequence_lens=None, initial_h=None, dY=None, dY_h=None, *,
-           direction="forward", layout=0, hidden_size=None, activations=None,
-           activation_alpha=None, activation_beta=None, clip=None, workspace=None,
-           n_threads=None):
-    """Gradients of ONNX RNN: the arguments and attributes of rnn, and dY (Y's shape), dY_h
-    (Y_h's shape), the gradients arriving at its outputs (None: zeros). `workspace`, from
-    rnn(..., return_workspace=True) on the same inputs and attributes, skips recomputing the
-    forward pass.
+def rnn_bp(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] = None,
+           sequence_lens: Optional[np.ndarray] = None, initial_h: Optional[np.ndarray] = None,
+           dY: Optional[np.ndarray] = None, dY_h: Optional[np.ndarray] = None, *,
+           direction: str = "forward", layout: int = 0, hidden_size: Optional[int] = None,
+           activations: Optional[Sequence[str]] = None,
+           activation_alpha: Optional[Sequence[float]] = None,
+           activation_beta: Optional[Sequence[float]] = None, clip: Optional[float] = None,
+           workspace: Optional[tuple] = None, n_threads: Optional[int] = None) -> RnnGrads:
+    """Gradients of ONNX's RNN.
 
-    Returns RnnGrads(dX, dW, dR, dB, dinitial_h), each in the ONNX shape of its input; dB and
-    dinitial_h also when B or initial_h was None (the gradient as if it were zeros).
-    dB = [dWb | dRb] with dWb = dRb (the biases enter as a sum).
+    Parameters
+    ----------
+    X, W, R, B, sequence_lens, initial_h
+        As :func:`rnn`.
+    dY, dY_h : numpy.ndarray, optional
+        The gradients arriving at Y and Y_h, in their shapes (None: zeros).
+    direction, layout, hidden_size, activations, activation_alpha, activation_beta, clip
+        As :func:`rnn`.
+    workspace : tuple, optional
+        From ``rnn(..., return_workspace=True)`` on the same inputs and attributes: skips
+        recomputing the forward pass.
+    n_threads : int, optional
+        The threads the call runs on (as every cells function).
+
+    Returns
+    -------
+    RnnGrads
+        ``(dX, dW, dR, dB, dinitial_h)``, each in the ONNX shape of its input; dB and dinitial_h
+        also when B or initial_h was None. dB = [dWb | dRb] with dWb = dRb.
+
+    Raises
+    ------
+    TypeError
+        A non-array or a wrong dtype.
+    ValueError
+        A wrong shape, direction or hidden_size, raised before any kernel runs.
+    NotImplementedError
+        An attribute other than its default (activations, activation_alpha, activation_beta,
+        clip, input_forget=1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import onnx as co
+    >>> rng = np.random.default_rng(0)
+    >>> T, B_, I, H = 5, 2, 3, 4
+    >>> X = rng.normal(size=(T, B_, I))
+    >>> g = co.rnn_bp(X, rng.normal(size=(1, H, I)), rng.normal(size=(1, H, H)),
+    ...               dY=np.ones((T, 1, B_, H)))
+    >>> g.dX.shape
+    (5, 2, 3)
     """
     dims = _check_call(_RNN, X, W, R, direction, layout, hidden_size,
                        (activations, activation_alpha, activation_beta, clip),

@@ -944,19 +944,98 @@ class _Stack:
 
 
 class GRU(_GruFamily, _Stack, torch.nn.GRU):
-    """torch.nn.GRU on cells' GRU time loop (linear_before_reset=True). Constructor,
-    parameters, forward's arguments and results are torch.nn.GRU's."""
+    """``torch.nn.GRU`` on cells' GRU time loop (linear_before_reset=True).
+
+    The constructor, the parameters (names, shapes, initialisation), the state_dict, forward's
+    arguments and results are torch.nn.GRU's; only forward runs on cells' kernels.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As torch.nn.GRU.
+
+    Raises
+    ------
+    TypeError
+        A tensor of another dtype than float32 or float64, or on another device than the input.
+
+    See Also
+    --------
+    torch.nn.GRU, convert
+
+    Examples
+    --------
+    >>> import torch
+    >>> import cells.torch as ct
+    >>> gru = ct.GRU(4, 8, num_layers=2, batch_first=True)
+    >>> y, h = gru(torch.randn(3, 5, 4))
+    >>> y.shape, h.shape
+    (torch.Size([3, 5, 8]), torch.Size([2, 3, 8]))
+    """
 
 
 class LSTM(_LstmFamily, _Stack, torch.nn.LSTM):
-    """torch.nn.LSTM on cells' LSTM time loop (b = bias_ih + bias_hh; proj_size > 0: Wproj =
-    weight_hrᵀ). Constructor, parameters, forward's arguments and results are
-    torch.nn.LSTM's."""
+    """``torch.nn.LSTM`` on cells' LSTM time loop.
+
+    The constructor, the parameters (names, shapes, initialisation), the state_dict, forward's
+    arguments and results are torch.nn.LSTM's; only forward runs on cells' kernels. b = bias_ih
+    + bias_hh; with proj_size > 0, Wproj = weight_hrᵀ.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As torch.nn.LSTM.
+
+    Raises
+    ------
+    TypeError
+        A tensor of another dtype than float32 or float64, or on another device than the input.
+
+    See Also
+    --------
+    torch.nn.LSTM, convert
+
+    Examples
+    --------
+    >>> import torch
+    >>> import cells.torch as ct
+    >>> lstm = ct.LSTM(4, 8, bidirectional=True)
+    >>> y, (h, c) = lstm(torch.randn(5, 3, 4))
+    >>> y.shape
+    torch.Size([5, 3, 16])
+    """
 
 
 class RNN(_RnnFamily, _Stack, torch.nn.RNN):
-    """torch.nn.RNN on cells' RNN time loop (nonlinearity = cells' activation). Constructor,
-    parameters, forward's arguments and results are torch.nn.RNN's."""
+    """``torch.nn.RNN`` on cells' RNN time loop.
+
+    The constructor, the parameters (names, shapes, initialisation), the state_dict, forward's
+    arguments and results are torch.nn.RNN's; only forward runs on cells' kernels. The
+    nonlinearity is cells' activation.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As torch.nn.RNN.
+
+    Raises
+    ------
+    TypeError
+        A tensor of another dtype than float32 or float64, or on another device than the input.
+
+    See Also
+    --------
+    torch.nn.RNN, convert
+
+    Examples
+    --------
+    >>> import torch
+    >>> import cells.torch as ct
+    >>> rnn = ct.RNN(4, 8, nonlinearity="relu")
+    >>> y, h = rnn(torch.randn(5, 3, 4))
+    >>> h.shape
+    torch.Size([1, 3, 8])
+    """
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1018,15 +1097,92 @@ class _Cell:
 
 
 class GRUCell(_GruFamily, _Cell, torch.nn.GRUCell):
-    """torch.nn.GRUCell on cells' GRU time loop (one step, linear_before_reset=True)."""
+    """``torch.nn.GRUCell`` on cells' GRU time loop (one step, linear_before_reset=True).
+
+    The constructor, the parameters (names, shapes, initialisation), the state_dict, forward's
+    arguments and results are torch.nn.GRUCell's; only forward runs on cells' kernels.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As torch.nn.GRUCell.
+
+    Raises
+    ------
+    TypeError
+        A tensor of another dtype than float32 or float64, or on another device than the input.
+
+    See Also
+    --------
+    torch.nn.GRUCell, convert
+
+    Examples
+    --------
+    >>> import torch
+    >>> import cells.torch as ct
+    >>> cell = ct.GRUCell(4, 8)
+    >>> cell(torch.randn(3, 4)).shape
+    torch.Size([3, 8])
+    """
 
 
 class LSTMCell(_LstmFamily, _Cell, torch.nn.LSTMCell):
-    """torch.nn.LSTMCell on cells' LSTM time loop (one step)."""
+    """``torch.nn.LSTMCell`` on cells' LSTM time loop (one step).
+
+    The constructor, the parameters (names, shapes, initialisation), the state_dict, forward's
+    arguments and results are torch.nn.LSTMCell's; only forward runs on cells' kernels.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As torch.nn.LSTMCell.
+
+    Raises
+    ------
+    TypeError
+        A tensor of another dtype than float32 or float64, or on another device than the input.
+
+    See Also
+    --------
+    torch.nn.LSTMCell, convert
+
+    Examples
+    --------
+    >>> import torch
+    >>> import cells.torch as ct
+    >>> h, c = ct.LSTMCell(4, 8)(torch.randn(3, 4))
+    >>> c.shape
+    torch.Size([3, 8])
+    """
 
 
 class RNNCell(_RnnFamily, _Cell, torch.nn.RNNCell):
-    """torch.nn.RNNCell on cells' RNN time loop (one step)."""
+    """``torch.nn.RNNCell`` on cells' RNN time loop (one step).
+
+    The constructor, the parameters (names, shapes, initialisation), the state_dict, forward's
+    arguments and results are torch.nn.RNNCell's; only forward runs on cells' kernels.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As torch.nn.RNNCell.
+
+    Raises
+    ------
+    TypeError
+        A tensor of another dtype than float32 or float64, or on another device than the input.
+
+    See Also
+    --------
+    torch.nn.RNNCell, convert
+
+    Examples
+    --------
+    >>> import torch
+    >>> import cells.torch as ct
+    >>> ct.RNNCell(4, 8)(torch.randn(3, 4)).shape
+    torch.Size([3, 8])
+    """
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1036,10 +1192,33 @@ class RNNCell(_RnnFamily, _Cell, torch.nn.RNNCell):
 class LLTM(_PreparedNets, torch.nn.Module):
     """The LLTM of PyTorch's C++-extension tutorial on cells' LLTM time loop (one step).
 
-    Parameters as the tutorial's: weights [3S, nIn + S] (columns: old_h, then input; rows:
-    the input gate, output gate and candidate blocks), bias [3S], S = state_size, initialised
-    uniform in ±1/sqrt(S). forward(input [B, nIn], (old_h [B, S], old_cell [B, S])) returns
-    (new_h, new_cell), each [B, S].
+    The parameters are the tutorial's: ``weights`` [3S, nIn + S] (columns old_h, then input;
+    rows the input gate, output gate and candidate blocks) and ``bias`` [3S], S = state_size,
+    initialised uniform in ±1/sqrt(S). ``forward(input [B, nIn], (old_h [B, S], old_cell [B,
+    S]))`` returns ``(new_h, new_cell)``, each [B, S].
+
+    Parameters
+    ----------
+    input_features : int
+        nIn.
+    state_size : int
+        S.
+
+    Raises
+    ------
+    TypeError
+        A tensor of another dtype, or on another device than the input.
+    ValueError
+        A tensor of the wrong shape.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import cells.torch as ct
+    >>> lltm = ct.LLTM(4, 8)
+    >>> h, c = lltm(torch.randn(3, 4), (torch.zeros(3, 8), torch.zeros(3, 8)))
+    >>> h.shape
+    torch.Size([3, 8])
     """
 
     def __init__(self, input_features, state_size):
@@ -1095,14 +1274,33 @@ _CELLS_CLASSES = {torch.nn.GRU: GRU, torch.nn.LSTM: LSTM, torch.nn.RNN: RNN,
                   torch.nn.RNNCell: RNNCell}
 
 
-def convert(module):
+def convert(module: torch.nn.Module) -> torch.nn.Module:
     """The cells-backed version of torch.nn recurrent modules.
 
-    A torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or RNNCell (exactly that class, not a
-    subclass): a copy of it as cells.torch's class, with equal parameters (its own tensors),
-    hooks and mode. Any other module: every such submodule, at any depth, replaced in place by
-    its copy (a submodule used at several places by one copy); returns the module. Parameters
-    of a converted submodule are new tensors: create the optimizer after convert().
+    Parameters of a converted submodule are new tensors: create the optimizer after convert().
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A torch.nn.GRU, LSTM, RNN, GRUCell, LSTMCell or RNNCell (exactly that class, not a
+        subclass), or any other module.
+
+    Returns
+    -------
+    torch.nn.Module
+        For one of those six classes: a copy of it as cells.torch's class, with equal parameters
+        (its own tensors), hooks and mode. For any other module: the module itself, every such
+        submodule, at any depth, replaced in place by its copy (a submodule used at several
+        places by one copy).
+
+    Examples
+    --------
+    >>> import torch
+    >>> import cells.torch as ct
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    >>> model.rnn = torch.nn.GRU(4, 8)
+    >>> type(ct.convert(model).rnn).__module__
+    'cells.torch'
     """
     return _convert(module, {})
 
