@@ -41,7 +41,8 @@ def compiler_has_openmp(compiler):
             f.write(OPENMP_PROBE)
         try:
             objects = compiler.compile([source], output_dir=tmp, extra_postargs=["-fopenmp"])
-            compiler.link_executable(objects, os.path.join(tmp, "probe"), extra_postargs=["-fopenmp"])
+            compiler.link_executable(objects, os.path.join(tmp, "probe"),
+                                     extra_postargs=["-fopenmp"])
         except Exception:
             return False
     return True

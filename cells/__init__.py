@@ -24,7 +24,8 @@ docstrings give, whose fields carry those names.
     cells.convert                       weight layouts of PyTorch, Keras, ONNX, the block GRU cell
     cells.onnx                          ONNX's GRU, LSTM and RNN operators, and their gradients
 """
-from cells import convert, onnx
+from cells import convert as convert  # the submodules, as attributes of cells
+from cells import onnx as onnx
 from cells._prepared import (
     GruState,
     LltmState,

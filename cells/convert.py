@@ -103,6 +103,10 @@ from cells import _validate as check
 if TYPE_CHECKING:
     import torch
 
+# What the converters return: three or four arrays.
+Tuple3 = Tuple[np.ndarray, np.ndarray, np.ndarray]
+Tuple4 = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
 __all__ = [
     "TorchRNN",
     "from_torch_module",
@@ -140,7 +144,7 @@ _PEEPHOLES, _ONNX_PEEPHOLES = "ifo", "iof"
 # ---------------------------------------------------------------------------------------------
 
 def gru_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional[ArrayLike] = None,
-                   bias_hh: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   bias_hh: Optional[ArrayLike] = None) -> Tuple3:
     """PyTorch's nn.GRU / nn.GRUCell weights (one layer, one direction) in cells' layout.
 
     Parameters
@@ -189,7 +193,7 @@ def gru_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional
 
 
 def gru_to_torch(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
-                 linear_before_reset: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 linear_before_reset: bool) -> Tuple4:
     """cells' GRU weights as PyTorch's nn.GRU / nn.GRUCell parameters.
 
     Parameters
@@ -240,7 +244,7 @@ def gru_to_torch(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
 
 
 def gru_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike, bias: Optional[ArrayLike] = None,
-                   reset_after: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   reset_after: bool = True) -> Tuple3:
     """Keras's GRU weights (``layer.get_weights()``) in cells' layout.
 
     Parameters
@@ -286,7 +290,7 @@ def gru_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike, bias: Optiona
 
 
 def gru_to_keras(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
-                 linear_before_reset: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 linear_before_reset: bool) -> Tuple3:
     """cells' GRU weights as Keras's, for ``keras.layers.GRU(reset_after=linear_before_reset)``.
 
     Parameters
@@ -323,7 +327,7 @@ def gru_to_keras(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
 
 
 def gru_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
-                  direction: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  direction: int = 0) -> Tuple3:
     """One direction of an ONNX GRU node's inputs in cells' layout.
 
     Parameters
@@ -365,7 +369,7 @@ def gru_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
 
 
 def gru_to_onnx(Wx: ArrayLike, Wh: ArrayLike,
-                b: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                b: ArrayLike) -> Tuple3:
     """cells' GRU weights as an ONNX GRU node's inputs, with one direction (dirs = 1).
 
     Parameters
@@ -410,7 +414,7 @@ def gru_to_onnx(Wx: ArrayLike, Wh: ArrayLike,
 
 
 def gru_from_block(Wru: ArrayLike, Wc: ArrayLike, bru: ArrayLike,
-                   bc: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   bc: ArrayLike) -> Tuple3:
     """The block GRU cell's weights (libnd4j's block gruCell, TensorFlow's GRUBlockCell,
     cells.gruBlockCell) in cells' layout.
 
@@ -454,7 +458,7 @@ def gru_from_block(Wru: ArrayLike, Wc: ArrayLike, bru: ArrayLike,
 
 
 def gru_to_block(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
-                 linear_before_reset: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 linear_before_reset: bool) -> Tuple4:
     """cells' GRU weights in the block cell's layout (see gru_from_block).
 
     Parameters
@@ -541,7 +545,7 @@ def gru_fold_bias(b: ArrayLike, *, linear_before_reset: bool) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 def lstm_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional[ArrayLike] = None,
-                    bias_hh: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    bias_hh: Optional[ArrayLike] = None) -> Tuple3:
     """PyTorch's nn.LSTM / nn.LSTMCell weights (one layer, one direction) in cells' layout.
 
     Parameters
@@ -579,7 +583,7 @@ def lstm_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optiona
 
 
 def lstm_to_torch(Wx: ArrayLike, Wr: ArrayLike,
-                  b: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                  b: Optional[ArrayLike] = None) -> Tuple4:
     """cells' LSTM weights (no peepholes: PyTorch has none) as nn.LSTM / nn.LSTMCell parameters.
 
     Parameters
@@ -614,7 +618,7 @@ def lstm_to_torch(Wx: ArrayLike, Wr: ArrayLike,
 
 
 def lstm_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike,
-                    bias: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    bias: Optional[ArrayLike] = None) -> Tuple3:
     """Keras's LSTM weights (``layer.get_weights()``) in cells' layout.
 
     Parameters
@@ -650,7 +654,7 @@ def lstm_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike,
 
 
 def lstm_to_keras(Wx: ArrayLike, Wr: ArrayLike,
-                  b: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  b: Optional[ArrayLike] = None) -> Tuple3:
     """cells' LSTM weights (no peepholes: Keras has none) as Keras's, for ``layer.set_weights``.
 
     Parameters
@@ -777,7 +781,7 @@ def lstm_to_onnx(Wx: ArrayLike, Wr: ArrayLike, b: Optional[ArrayLike] = None,
 # ---------------------------------------------------------------------------------------------
 
 def rnn_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional[ArrayLike] = None,
-                   bias_hh: Optional[ArrayLike] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   bias_hh: Optional[ArrayLike] = None) -> Tuple3:
     """PyTorch's nn.RNN / nn.RNNCell weights (one layer, one direction) in cells' layout.
 
     Parameters
@@ -813,7 +817,7 @@ def rnn_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional
 
 
 def rnn_to_torch(Wx: ArrayLike, Wh: ArrayLike,
-                 b: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 b: ArrayLike) -> Tuple4:
     """cells' RNN weights as PyTorch's nn.RNN / nn.RNNCell parameters.
 
     Parameters
@@ -846,7 +850,7 @@ def rnn_to_torch(Wx: ArrayLike, Wh: ArrayLike,
 
 
 def rnn_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
-                  direction: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  direction: int = 0) -> Tuple3:
     """One direction of an ONNX RNN node's inputs in cells' layout.
 
     Parameters
@@ -886,7 +890,7 @@ def rnn_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
 
 
 def rnn_to_onnx(Wx: ArrayLike, Wh: ArrayLike,
-                b: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                b: ArrayLike) -> Tuple3:
     """cells' RNN weights as an ONNX RNN node's inputs, with one direction (dirs = 1).
 
     Parameters
@@ -994,7 +998,7 @@ def from_torch_module(module: "torch.nn.Module") -> TorchRNN:
     kinds = ((torch.nn.GRU, "gru", False), (torch.nn.LSTM, "lstm", False),
              (torch.nn.RNN, "rnn", False), (torch.nn.GRUCell, "gru", True),
              (torch.nn.LSTMCell, "lstm", True), (torch.nn.RNNCell, "rnn", True))
-    for kind, family, cell in kinds:
+    for kind, family, cell in kinds:  # noqa: B007 (the match is used after the loop)
         if isinstance(module, kind):
             break
     else:

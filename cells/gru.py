@@ -11,10 +11,10 @@ are ordered (r, u, c) = reset, update, candidate, and products are row-vector (z
 
 b is [3nOut] (bx alone, bh = 0, as libnd4j) or [2, 3nOut] (rows bx, bh: Keras reset_after, cuDNN,
 PyTorch, ONNX). Every function takes float32 or float64 arrays of one dtype, in any memory order,
-and returns new C-ordered arrays of that dtype (dLdWx and dLdWh F-ordered where Wx and Wh both
-are: PyTorch's layout, which the CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else
-all cores) is the number of threads the call runs on (cells/_threads.py); a backward whose weight
-gradients run on BLAS holds it at one thread meanwhile.
+and returns new C-ordered arrays of that dtype (dLdWx and dLdWh F-ordered where Wx and Wh both are:
+PyTorch's layout, which the CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set,
+else all cores) is the number of threads the call runs on (cells/_threads.py); a backward whose
+weight gradients run on BLAS holds it at one thread meanwhile.
 """
 from typing import NamedTuple, Optional, Union
 

@@ -38,9 +38,9 @@ own time index.
 
 Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns new
 C-ordered arrays of that dtype (dLdWx and dLdWr F-ordered where Wx and Wr both are: PyTorch's
-layout, which the CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the
-number of threads the call runs on (cells/_threads.py); a backward whose weight gradients run on
-BLAS holds it at one thread meanwhile.
+layout, which the CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else all
+cores) is the number of threads the call runs on (cells/_threads.py); a backward whose weight
+gradients run on BLAS holds it at one thread meanwhile.
 """
 import numbers
 from typing import NamedTuple, Optional, Union
@@ -210,7 +210,8 @@ def lstmLayerCell(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.
                   Wp: Optional[np.ndarray] = None, cell_clip: float = 0.0, gate_act: int = 2,
                   gate_alpha: float = 0.0, gate_beta: float = 0.0, cell_act: int = 0,
                   cell_alpha: float = 0.0, cell_beta: float = 0.0, out_act: int = 0,
-                  out_alpha: float = 0.0, out_beta: float = 0.0, n_threads: Optional[int] = None) -> LstmCellResult:
+                  out_alpha: float = 0.0, out_beta: float = 0.0,
+                  n_threads: Optional[int] = None) -> LstmCellResult:
     """One LSTM step (libnd4j's lstmLayerCell).
 
     Parameters
@@ -281,7 +282,8 @@ def lstmLayerCellBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[n
                     Wp: Optional[np.ndarray] = None, cell_clip: float = 0.0, gate_act: int = 2,
                     gate_alpha: float = 0.0, gate_beta: float = 0.0, cell_act: int = 0,
                     cell_alpha: float = 0.0, cell_beta: float = 0.0, out_act: int = 0,
-                    out_alpha: float = 0.0, out_beta: float = 0.0, n_threads: Optional[int] = None) -> LstmGrads:
+                    out_alpha: float = 0.0, out_beta: float = 0.0,
+                    n_threads: Optional[int] = None) -> LstmGrads:
     """Gradients of one LSTM step (the forward pass is recomputed).
 
     Parameters
@@ -290,7 +292,7 @@ def lstmLayerCellBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[n
         As :func:`lstmLayerCell`.
     dLdh, dLdc : numpy.ndarray, [bS, nOut], or None
         The gradients arriving at the outputs h and c (None: no gradient there).
-    Wp, cell_clip, gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act, out_alpha, out_beta
+    Wp, cell_clip, gate_act, ..., out_beta
         As :func:`lstmLayerCell`.
     n_threads : int, optional
         The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
@@ -347,7 +349,8 @@ def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional
                       cell_act: int = 0, cell_alpha: float = 0.0, cell_beta: float = 0.0,
                       out_act: int = 0, out_alpha: float = 0.0, out_beta: float = 0.0,
                       forward: bool = True, return_workspace: bool = False,
-                      n_threads: Optional[int] = None) -> Union[LstmTimeLoopResult, LstmTimeLoopWithWorkspace]:
+                      n_threads: Optional[int] = None
+                      ) -> Union[LstmTimeLoopResult, LstmTimeLoopWithWorkspace]:
     """An LSTM over a sequence (libnd4j's lstmLayer time loop).
 
     Parameters
@@ -371,7 +374,7 @@ def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional
     forward : bool, default True
         False runs each row's valid steps in reverse time order, each output at its own time
         index (ONNX ``direction="reverse"``).
-    Wp, cell_clip, gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act, out_alpha, out_beta
+    Wp, cell_clip, gate_act, ..., out_beta
         As :func:`lstmLayerCell`.
     return_workspace : bool, default False
         Also return the :class:`LstmWorkspace` that lets :func:`lstmLayerTimeLoopBp` skip
@@ -427,7 +430,8 @@ def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional
 
 
 def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray],
-                        hI: Optional[np.ndarray], cI: Optional[np.ndarray], dLdh: Optional[np.ndarray], *,
+                        hI: Optional[np.ndarray], cI: Optional[np.ndarray],
+                        dLdh: Optional[np.ndarray], *,
                         dLdhL: Optional[np.ndarray] = None, dLdcL: Optional[np.ndarray] = None,
                         Wp: Optional[np.ndarray] = None, Wproj: Optional[np.ndarray] = None,
                         seq_len: Optional[np.ndarray] = None, cell_clip: float = 0.0,
@@ -435,7 +439,8 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
                         cell_act: int = 0, cell_alpha: float = 0.0, cell_beta: float = 0.0,
                         out_act: int = 0, out_alpha: float = 0.0, out_beta: float = 0.0,
                         forward: bool = True, workspace: Optional[LstmWorkspace] = None,
-                        input_grad: bool = True, n_threads: Optional[int] = None) -> Union[LstmGrads, LstmGradsWithProjection]:
+                        input_grad: bool = True, n_threads: Optional[int] = None
+                        ) -> Union[LstmGrads, LstmGradsWithProjection]:
     """Backpropagation through time for :func:`lstmLayerTimeLoop`.
 
     Called with the forward pass's arguments and options.
@@ -448,7 +453,7 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
         The gradient arriving at every step's output ([sL, bS, nProj] with Wproj).
     dLdhL, dLdcL : numpy.ndarray, [bS, nOut], optional
         The gradients arriving at the final states (dLdhL [bS, nProj] with Wproj).
-    cell_clip, gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act, out_alpha, out_beta
+    cell_clip, gate_act, ..., out_beta
         As :func:`lstmLayerCell`.
     workspace : LstmWorkspace, optional
         From ``lstmLayerTimeLoop(..., return_workspace=True)`` on the same inputs and options:

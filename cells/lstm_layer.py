@@ -102,9 +102,10 @@ class LstmLayerGrads(NamedTuple):
 def lstmLayer(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray] = None,
               seqLen: Optional[np.ndarray] = None, hI: Optional[np.ndarray] = None,
               cI: Optional[np.ndarray] = None, Wp: Optional[np.ndarray] = None, *,
-              dataFormat: int = 0, directionMode: int = 0, gateAct: int = 2, gateAlpha: float = 0.0,
-              gateBeta: float = 0.0, cellAct: int = 0, cellAlpha: float = 0.0, cellBeta: float = 0.0,
-              outAct: int = 0, outAlpha: float = 0.0, outBeta: float = 0.0, cellClip: float = 0.0,
+              dataFormat: int = 0, directionMode: int = 0, gateAct: int = 2,
+              gateAlpha: float = 0.0, gateBeta: float = 0.0, cellAct: int = 0,
+              cellAlpha: float = 0.0, cellBeta: float = 0.0, outAct: int = 0,
+              outAlpha: float = 0.0, outBeta: float = 0.0, cellClip: float = 0.0,
               retFullSeq: bool = True, retLastH: bool = False, retLastC: bool = False,
               n_threads: Optional[int] = None) -> tuple:
     """libnd4j's lstmLayer op, whole: its inputs, I-args, T-args and B-args one to one.
@@ -192,9 +193,10 @@ def lstmLayer_bp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.n
                  cI: Optional[np.ndarray] = None, Wp: Optional[np.ndarray] = None,
                  dLdh: Optional[np.ndarray] = None, dLdhL: Optional[np.ndarray] = None,
                  dLdcL: Optional[np.ndarray] = None, *,
-                 dataFormat: int = 0, directionMode: int = 0, gateAct: int = 2, gateAlpha: float = 0.0,
-                 gateBeta: float = 0.0, cellAct: int = 0, cellAlpha: float = 0.0, cellBeta: float = 0.0,
-                 outAct: int = 0, outAlpha: float = 0.0, outBeta: float = 0.0, cellClip: float = 0.0,
+                 dataFormat: int = 0, directionMode: int = 0, gateAct: int = 2,
+                 gateAlpha: float = 0.0, gateBeta: float = 0.0, cellAct: int = 0,
+                 cellAlpha: float = 0.0, cellBeta: float = 0.0, outAct: int = 0,
+                 outAlpha: float = 0.0, outBeta: float = 0.0, cellClip: float = 0.0,
                  retFullSeq: bool = True, retLastH: bool = False, retLastC: bool = False,
                  n_threads: Optional[int] = None) -> LstmLayerGrads:
     """libnd4j's lstmLayer_bp: the gradients of lstmLayer's inputs.
@@ -209,7 +211,7 @@ def lstmLayer_bp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.n
     dLdh, dLdhL, dLdcL : numpy.ndarray or float, optional
         The gradients of the outputs, each given exactly when its ret* keyword requests the
         output; an array of the output's shape or a scalar (broadcast, as libnd4j).
-    dataFormat, directionMode, gateAct, gateAlpha, gateBeta, cellAct, cellAlpha, cellBeta, outAct, outAlpha, outBeta, cellClip, retFullSeq, retLastH, retLastC
+    dataFormat, directionMode, gateAct, ..., retLastC
         As :func:`lstmLayer`.
     n_threads : int, optional
         The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every

@@ -355,7 +355,7 @@ def gru_bp(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] 
         As :func:`gru`.
     dY, dY_h : numpy.ndarray, optional
         The gradients arriving at Y and Y_h, in their shapes (None: zeros).
-    direction, linear_before_reset, layout, hidden_size, activations, activation_alpha, activation_beta, clip
+    direction, linear_before_reset, layout, hidden_size, activations, ..., clip
         As :func:`gru`.
     workspace : tuple, optional
         From ``gru(..., return_workspace=True)`` on the same inputs and attributes: skips
@@ -519,7 +519,7 @@ def lstm_bp(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray]
         As :func:`lstm`.
     dY, dY_h, dY_c : numpy.ndarray, optional
         The gradients arriving at Y, Y_h and Y_c, in their shapes (None: zeros).
-    direction, layout, input_forget, hidden_size, activations, activation_alpha, activation_beta, clip
+    direction, layout, input_forget, hidden_size, activations, ..., clip
         As :func:`lstm`.
     workspace : tuple, optional
         From ``lstm(..., return_workspace=True)`` on the same inputs and attributes: skips

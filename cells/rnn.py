@@ -8,10 +8,10 @@ row-vector (z = x·W):
 Wx [nIn, nOut], Wh [nOut, nOut]; b is [nOut] (bx alone) or [2, nOut] (rows bx, bh: PyTorch's
 bias_ih, bias_hh; both get the same gradient). relu'(0) is 0, as PyTorch's autograd. Every function
 takes float32 or float64 arrays of one dtype, in any memory order, and returns new C-ordered arrays
-of that dtype (dLdWx and dLdWh F-ordered where Wx and Wh both are: PyTorch's layout, which the
-CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the number of threads
-the call runs on (cells/_threads.py); a backward whose weight gradients run on BLAS holds it at
-one thread meanwhile.
+of that dtype (dLdWx and dLdWh F-ordered where Wx and Wh both are: PyTorch's layout, which the CPU
+reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the number of
+threads the call runs on (cells/_threads.py); a backward whose weight gradients run on BLAS holds
+it at one thread meanwhile.
 """
 from typing import NamedTuple, Optional, Union
 

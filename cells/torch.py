@@ -51,16 +51,16 @@ Autograd and torch.compile. Each time loop is a custom operator (torch.library, 
     cells::rnn_time_loop(x, hI, Wx, Wh, b, activation, seq_len, forward, keep_workspace)
         -> (h, gates)
 
-Arguments and outputs are those of cells.gruTimeLoop (linear_before_reset=True),
-lstmLayerTimeLoop (no peepholes, no clipping), lltmTimeLoop and rnnTimeLoop, in cells' layout
-(x time-major [sL, bS, nIn], Wx [nIn, G·nOut], ...), followed by the training workspace (cells'
-GruWorkspace, ... arrays as tensors; empty tensors with keep_workspace=False). The backward of
-each is the operator cells::<family>_time_loop_backward, which runs cells' *TimeLoopBp on the
-saved workspace: the Bp consumes (overwrites) the gates, so it gets a copy of them, and
-backward(retain_graph=True) can run twice. Without a kept workspace it recomputes the forward
-pass. Its last argument, input_grad, is whether x needs a gradient: without, dL/dx is not
-computed (an empty tensor). Double backward raises a RuntimeError. The modules call these operators, so
-torch.compile(model, fullgraph=True) traces models that use them.
+Arguments and outputs are those of cells.gruTimeLoop (linear_before_reset=True), lstmLayerTimeLoop
+(no peepholes, no clipping), lltmTimeLoop and rnnTimeLoop, in cells' layout (x time-major [sL, bS,
+nIn], Wx [nIn, G·nOut], ...), followed by the training workspace (cells' GruWorkspace, ... arrays
+as tensors; empty tensors with keep_workspace=False). The backward of each is the operator
+cells::<family>_time_loop_backward, which runs cells' *TimeLoopBp on the saved workspace: the Bp
+consumes (overwrites) the gates, so it gets a copy of them, and backward(retain_graph=True) can run
+twice. Without a kept workspace it recomputes the forward pass. Its last argument, input_grad, is
+whether x needs a gradient: without, dL/dx is not computed (an empty tensor). Double backward
+raises a RuntimeError. The modules call these operators, so torch.compile(model, fullgraph=True)
+traces models that use them.
 
 torch._dynamo refuses to trace any instance of torch.nn.GRU, LSTM or RNN unless
 torch._dynamo.config.allow_rnn is set; importing this module sets it (for torch's own RNN

@@ -1,6 +1,7 @@
 """The documentation's promises: every public name has an entry in the API reference, and every
 example runs, those of the docstrings (doctest) and those of the pages and the README (each
 page's ```python blocks, in order, in one namespace)."""
+
 import doctest
 import importlib
 import os
@@ -17,8 +18,18 @@ DOCS = ROOT / "docs"
 needs_docs = pytest.mark.skipif(not (DOCS / "conf.py").exists(), reason="no docs/ here")
 
 # The modules whose docstrings carry examples; cells.torch needs torch.
-MODULES = ["cells.gru", "cells.lstm", "cells.lstm_layer", "cells.lltm", "cells.rnn",
-           "cells._prepared", "cells.convert", "cells.onnx", "cells.cuda", "cells.torch"]
+MODULES = [
+    "cells.gru",
+    "cells.lstm",
+    "cells.lstm_layer",
+    "cells.lltm",
+    "cells.rnn",
+    "cells._prepared",
+    "cells.convert",
+    "cells.onnx",
+    "cells.cuda",
+    "cells.torch",
+]
 NEEDS = {"cells.torch": "torch", "cells.convert": "torch"}
 
 
@@ -67,8 +78,11 @@ def python_blocks(path):
     return re.findall(r"^```python\n(.*?)^```", path.read_text(), flags=re.S | re.M)
 
 
-PAGES = sorted(p.relative_to(ROOT).as_posix() for p in [ROOT / "README.md", *DOCS.rglob("*.md")]
-               if p.exists() and python_blocks(p))
+PAGES = sorted(
+    p.relative_to(ROOT).as_posix()
+    for p in [ROOT / "README.md", *DOCS.rglob("*.md")]
+    if p.exists() and python_blocks(p)
+)
 
 
 @pytest.mark.parametrize("page", PAGES)

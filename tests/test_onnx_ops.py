@@ -727,15 +727,17 @@ def test_rnn_mixed_activations_gradients_finite_differences():
 # The returned tuples
 # ---------------------------------------------------------------------------------------------
 def _documented(function, n):
-    """The n-th "Returns Name(fields)" of function's docstring: (Name, (fields...))."""
-    name, fields = re.findall(r"returns\s+(\w+)\(([^)]*)\)", function.__doc__, re.I)[n]
+    """The n-th entry of the Returns section of function's (numpydoc) docstring, a NamedTuple's
+    name on its own line and its fields below it as ``(fields...)``: (Name, (fields...))."""
+    returns = function.__doc__.split("Returns\n")[1].split("Raises\n")[0]
+    name, fields = re.findall(r"^\s*(\w+)\n\s+``\(([^)]*)\)``", returns, re.M)[n]
     return name, tuple(f.strip() for f in fields.split(","))
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_outputs_and_gradients_are_the_named_tuples_of_the_docstrings(op):
-    """Each function returns the NamedTuple of cells.onnx that its docstring's "Returns
-    Name(fields)" names, with those fields (the forward ones with return_workspace=True the
+    """Each function returns the NamedTuple of cells.onnx that its docstring's Returns section
+    names, with the fields it lists (the forward ones with return_workspace=True the
     second one named: the outputs and the per-direction workspaces)."""
     inputs = _small(op, "bidirectional", peepholes=op == "LSTM")
     attrs = {"direction": "bidirectional"}

@@ -58,22 +58,12 @@ CASES = {
 
 
 def documented_fields(doc, class_name):
-    """The names in the docstring's "ClassName (name [shape] ..., name ..., ...)": the first word
-    of each item of the parenthesised list, split at commas outside brackets and parentheses."""
-    match = re.search(rf"\b{class_name}\s*\(", doc)
-    assert match, f"the docstring does not name {class_name} (...)"
-    items, item, depth = [], "", 0
-    for ch in doc[match.end():]:
-        if ch == ")" and depth == 0:
-            break
-        depth += (ch in "([") - (ch in ")]")
-        if ch == "," and depth == 0:
-            items.append(item)
-            item = ""
-        else:
-            item += ch
-    items.append(item)
-    return tuple(re.match(r"\s*(\w+)", it).group(1) for it in items)
+    """The fields the docstring's (numpydoc) Returns section lists for ClassName: the entry is the
+    class's name on its own line with ``(name, name, ...)`` at the start of the line below."""
+    returns = doc.split("Returns\n")[1].split("Raises\n")[0]
+    match = re.search(rf"^\s*{class_name}\n\s+``\(([^)]*)\)``", returns, re.M)
+    assert match, f"the docstring's Returns section does not list {class_name}'s fields"
+    return tuple(name.strip() for name in match.group(1).split(","))
 
 
 @pytest.mark.parametrize("case", CASES)

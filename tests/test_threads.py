@@ -26,8 +26,9 @@ def test_an_explicit_count_is_kept_whatever_the_units(n_threads):
 
 
 def test_more_threads_than_the_team_can_have_is_an_error():
+    too_many = _threads.MAX_THREADS + 1
     with pytest.raises(ValueError, match=rf"n_threads: expected None or an int in \[1, "
-                                         rf"{_threads.MAX_THREADS}\], got {_threads.MAX_THREADS + 1}"):
+                                         rf"{_threads.MAX_THREADS}\], got {too_many}"):
         _threads.resolve_n_threads(_threads.MAX_THREADS + 1, dims(1))
 
 

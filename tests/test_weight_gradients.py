@@ -2,9 +2,10 @@
 weight is one product over every step, on cells' gemm_tn (include/cells/panel.h) where it holds
 at most TN_C_BYTES, on BLAS above. The other tests' weights are small enough for gemm_tn alone;
 here nIn is large enough that dL/dWx goes to BLAS while dL/dWh stays on gemm_tn, in one call:
-the LSTM (weights [nIn, G] C-ordered, or F-ordered: PyTorch's layout, read transposed) and the
-LLTM (PyTorch's layout, W [G, nOut + nIn], read transposed), on 1 and 2 threads, forward and reverse with seq_len, in float64 against the
-references; and which calls hold BLAS at one thread (the backward passes that may call it)."""
+the LSTM (weights [nIn, G] C-ordered, or F-ordered: PyTorch's layout, read transposed) and the LLTM
+(PyTorch's layout, W [G, nOut + nIn], read transposed), on 1 and 2 threads, forward and reverse
+with seq_len, in float64 against the references; and which calls hold BLAS at one thread (the
+backward passes that may call it)."""
 import contextlib
 
 import numpy as np
