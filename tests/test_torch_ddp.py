@@ -62,8 +62,13 @@ def run_torchrun(tmp_path):
                "--log-dir", str(tmp_path / "logs"), "--redirects", "3", "--shutdown-timeout", "5",
                str(EXAMPLE), "--steps", str(STEPS), "--dtype", "float64",
                "--out", str(tmp_path / "params.pt")]
+    # The workers import the cells this process imported (an installed package, or a checkout
+    # built in place), never the source tree as such: from an sdist or a wheel install, the
+    # unbuilt sources have no compiled kernels.
+    import cells
+    cells_path = str(pathlib.Path(cells.__file__).resolve().parents[1])
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo",
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([cells_path, os.environ.get("PYTHONPATH", "")]))
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     try:
