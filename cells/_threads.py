@@ -3,8 +3,7 @@
 A call's passes run on the threads of include/cells/team.h (OpenMP's pool, or in a forked child
 cells' own team) and multiply on cells' own kernels (include/cells/panel.h). A thread calls BLAS
 only in a backward pass, for a weight gradient too large for cells' gemm_tn (cells/_loops.pxd,
-weight_grad), a gemm per thread: a threaded BLAS there would oversubscribe the cores (measured
-5-18x slower, when every product went through BLAS), so such a call (backward_calls_blas in
+weight_grad), a gemm per thread: a threaded BLAS there would oversubscribe the cores, so such a call (backward_calls_blas in
 cells/_time_loop.pyx) holds the process's BLAS libraries at one thread while it runs: once per
 call, through threadpoolctl's cached controllers (about 5 µs), never per step. A call that runs
 no BLAS leaves them alone.
@@ -24,10 +23,8 @@ from cells._time_loop import MAX_THREADS
 
 _BLAS_LIBS = ThreadpoolController().select(user_api="blas").lib_controllers
 
-# n_threads=None gives each thread at least this many hidden units. Measured on 2 cores
-# (T=100, float32): with nOut = 16, 8 units per thread share the cache lines of every row and
-# 2 threads ran 1.2-2.5x slower than 1 at any batch size; from nOut = 32 (LSTM) or 48 (GRU)
-# on, 2 threads were as fast or faster.
+# n_threads=None gives each thread at least this many hidden units: with fewer, the threads share
+# the cache lines of every row and 2 threads run slower than 1 (the Performance page's records).
 MIN_UNITS_PER_THREAD = 16
 
 

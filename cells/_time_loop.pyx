@@ -108,9 +108,7 @@ LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
 # A call of one step reads weights it multiplies transposed in place (gemm_nt's dot products)
 # while its products have fewer rows than K / NT_K_PER_ROW (K: their inner dimension); with more,
 # transposing the weights into panels first is faster (its cost grows with K, gemm_nt's extra
-# cost with the rows). Measured (1 thread, float, n = 3K, in a C loop, alternated), gemm_nt as
-# fast as transposing and gemm_panels at 6 rows for K = 128, 14 for 256, 20 for 384, 32 for
-# 512, above 48 for K = 1024; 2x as fast at 4 rows for K >= 256.
+# cost with the rows; the break-even points are in the Performance page's records).
 cdef enum:
     NT_K_PER_ROW = 16
 
@@ -725,10 +723,8 @@ cpdef Py_ssize_t projection_chunk_steps(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t
 # every thread gets at least MIN_ROWS_PER_THREAD rows and its own packed copy of all the
 # recurrent weights (and Wproj) is at most ROW_SPLIT_WEIGHT_BYTES, a core's L2 here: then no
 # thread waits for another at any step. The backward's packed weights are the same sizes,
-# transposed. Measured on 2 threads (float32, T=100, best of 8-20 calls against the unit split):
-# 8 rows a thread ran 6-15% faster (LSTM, B=16 at H=128 and H=256: 1 MiB of weights), 4 rows
-# even for the LSTM and 8% faster for the GRU (B=8 H=256), 2 rows 15% slower (B=4); at 32 rows
-# 1 MiB ran 3-4% faster (B=64 H=256), 4 MiB 1-3% slower (the LSTM at B=128 H=512).
+# transposed. Below 8 rows a thread, or above 1 MiB, the unit split is as fast or faster (the
+# Performance page's records).
 cdef enum:
     MIN_ROWS_PER_THREAD = 8
     ROW_SPLIT_WEIGHT_BYTES = 1024 * 1024
