@@ -1,6 +1,6 @@
 """Independent float64 NumPy reference for the vanilla RNN kernels in ``cells``.
 
-Written for readability, not speed. The cell (cells-math.md section 2.4b; PyTorch nn.RNN,
+Written for readability, not speed. The cell (docs/guide/families.md; PyTorch nn.RNN,
 ONNX RNN), in row vectors:
 
     z = x @ Wx + bx + hI @ Wh + bh,   h = act(z),   act = tanh or relu

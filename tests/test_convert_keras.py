@@ -9,7 +9,7 @@ cells' outputs.
 Tolerances. float32: both sides err by a few float32 ulps per step, F32_FWD_TOL = 1e-5 (as
 test_cross_frameworks.py). float64: Keras's default CPU path for reset_after=True and for the
 LSTM is float64 throughout (measured ~2e-16), so F64_TOL; its generic cell for reset_after=False
-runs its matmuls in float32 even for float64 weights (cells-math.md section 4; measured 8e-8),
+runs its matmuls in float32 even for float64 weights (measured 8e-8),
 so that case is held to F32_FWD_TOL.
 """
 import os

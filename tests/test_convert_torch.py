@@ -8,8 +8,8 @@ layout by the rule in cells.convert's docstring, must equal torch autograd's, an
 mapped back, must equal cells'. The rule's traps are asserted too (the zeros lstm_to_torch and
 gru_to_torch put where a gradient needs a copy or a second bias row).
 
-Tolerance: torch's float64 CPU RNNs evaluate the same formulas in float64 (agreement ~1e-16,
-cells-math.md); the conversions themselves are exact. F64_TOL (1e-12 relative to the scale, see
+Tolerance: torch's float64 CPU RNNs evaluate the same formulas in float64 (agreement ~1e-16);
+the conversions themselves are exact. F64_TOL (1e-12 relative to the scale, see
 gru_reference.py) covers the summation-order differences over <= 2 layers of <= 5 steps.
 """
 import numpy as np

@@ -1,6 +1,6 @@
 """cells against other frameworks' GRUs (skipped cleanly where a framework is not installed).
 
-Mapping (cells-math.md section 3): PyTorch gate order r, z, n = cells' (r, u, c), always
+Mapping (docs/guide/weights.md): PyTorch gate order r, z, n = cells' (r, u, c), always
 linear-before-reset, weight_ih = Wx.T, weight_hh = Wh.T, bias_ih = b[0], bias_hh = b[1].
 ONNX gate order z, r, h: W = Wx[:, perm].T with perm = (u block, r block, c block).
 """
@@ -11,7 +11,7 @@ import cells
 from gru_reference import F32_FWD_TOL, F64_TOL, assert_close, make_seq_problem
 
 # torch's float64 CPU GRU evaluates the same formulas in float64: agreement to ~1e-16 was
-# measured (cells-math.md), so the float64 cells-vs-reference tolerance applies.
+# measured, so the float64 cells-vs-reference tolerance applies.
 TORCH_TOL = F64_TOL
 
 
@@ -150,7 +150,7 @@ def test_onnxruntime_gru_float32(lbr, sL, bS, n_in, H):
 @pytest.mark.parametrize("lbr", [False, True], ids=["lbr0", "lbr1"])
 def test_onnx_reference_gru_float64(lbr, sL, bS, n_in, H):
     """onnx.reference evaluates the ONNX GRU spec in float64 (measured ~2e-16 vs the math in
-    cells-math.md): an independent float64 check of both variants' forward."""
+    docs/guide/families.md): an independent float64 check of both variants' forward."""
     pytest.importorskip("onnx")
     from onnx.reference import ReferenceEvaluator
     model = _build(lbr, sL, bS, n_in, H, np.float64)
@@ -167,7 +167,7 @@ def test_onnx_reference_gru_float64(lbr, sL, bS, n_in, H):
 def test_onnxruntime_gru_sequence_lens(lbr, direction):
     """ONNX GRU with sequence_lens and direction against cells' seq_len and forward (float32,
     tolerance as above). ONNX Runtime returns Y_h = 0 for a row of length 0 where cells returns
-    the initial state (cells-math.md section 4): Y_h is compared on the other rows."""
+    the initial state (docs/guide/onnx.md): Y_h is compared on the other rows."""
     ort = pytest.importorskip("onnxruntime")
     sL, H, n_in = 6, 5, 4
     lengths = np.array([6, 0, 3, 1, 5], dtype=np.int32)

@@ -1,6 +1,6 @@
 """cells' LSTM against PyTorch and ONNX Runtime (skipped cleanly where one is not installed).
 
-Mapping (cells-math.md section 3): PyTorch gate order i, f, g, o = cells', weight_ih = Wx.T,
+Mapping (docs/guide/weights.md): PyTorch gate order i, f, g, o = cells', weight_ih = Wx.T,
 weight_hh = Wr.T, bias_ih + bias_hh = b (b goes into bias_ih, zeros into bias_hh; both get the
 gradient dL/db); no peepholes, no clipping. ONNX gate order i, o, f, c: W = Wx[:, perm].T,
 R = Wr[:, perm].T, B = [b[perm] | 0], peepholes P in order (i, o, f) = Wp's blocks (0, 2, 1).
@@ -12,8 +12,8 @@ import cells
 from gru_reference import F32_FWD_TOL, F64_TOL, assert_close
 from lstm_reference import make_lstm_problem
 
-# torch's float64 CPU LSTM evaluates the same formulas in float64 (agreement ~1e-16 measured,
-# cells-math.md), so the float64 cells-vs-reference tolerance applies.
+# torch's float64 CPU LSTM evaluates the same formulas in float64 (agreement ~1e-16 measured),
+# so the float64 cells-vs-reference tolerance applies.
 TORCH_TOL = F64_TOL
 
 

@@ -18,8 +18,8 @@ from gru_reference import (FD_EPS, FD_TOL, F32_FWD_TOL, F32_SEQ_GRAD_TOL, F64_TO
                            SAME_TOL, assert_close, central_diff_grad, reversed_view, strided,
                            transposed_view)
 
-# torch's float64 CPU GRU/LSTM evaluate the same formulas in float64 (~1e-16 measured,
-# cells-math.md), as does onnx.reference: the float64 cells-vs-reference tolerance applies.
+# torch's float64 CPU GRU/LSTM evaluate the same formulas in float64 (~1e-16 measured), as
+# does onnx.reference: the float64 cells-vs-reference tolerance applies.
 TORCH_TOL = REF_TOL = F64_TOL
 
 # The ONNX inputs of each operator, in the node's order, and its outputs.

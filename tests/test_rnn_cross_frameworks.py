@@ -2,7 +2,7 @@
 relu: one step, a sequence, packed sequences of different lengths (enforce_sorted=False) and a
 bidirectional module (its reverse half is cells with seq_len and forward=False).
 
-Mapping (cells-math.md 2.4b): weight_ih = Wx.T, weight_hh = Wh.T, bias_ih = b[0], bias_hh = b[1];
+Mapping (docs/guide/weights.md): weight_ih = Wx.T, weight_hh = Wh.T, bias_ih = b[0], bias_hh = b[1];
 torch's nonlinearity is cells' activation. torch's float64 CPU RNN evaluates the same formulas
 in float64 (~1e-16): F64_TOL (gru_reference.py) applies. Torch is imported lazily (skipped
 cleanly when it is not installed).
