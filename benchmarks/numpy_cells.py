@@ -125,7 +125,7 @@ def numpy_lstm(x, Wx, Wr, b, hI, cI):
 
 
 def numpy_lstm_bp(x, Wx, Wr, b, hI, cI, dLdh, outputs, cache, *, dLdhL=None, dLdcL=None):
-    """Backpropagation through time for numpy_lstm (cells-math.md §2.3).
+    """Backpropagation through time for numpy_lstm (docs/guide/families.md).
 
     Returns (dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI) as lstmLayerTimeLoopBp (without dLdWp)."""
     h = outputs[0]
@@ -162,7 +162,7 @@ def _elu(z):
 
 
 def numpy_lltm(x, W, b, hI, cI):
-    """LLTM forward (cells-math.md §2.4): W [3S, S+I] on X = [h, x], blocks input, output,
+    """LLTM forward (docs/guide/families.md): W [3S, S+I] on X = [h, x], blocks input, output,
     candidate: G = X·Wᵀ + b; i, o = σ(G0, G1); n = elu(G2); c' = c + n∘i; h' = tanh(c')∘o.
 
     Returns ((h [T,B,S], hL, cL), cache) where cache = (gates, c, tanh_c) holds per step the
