@@ -13,7 +13,7 @@ thread), each thread multiplies whole panels of the one packed copy, and the gat
 same per element whoever computes it. So an output's bits do not depend on how a sequence is
 cut into calls, on the other rows of the batch, or on the number of threads.
 """
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -154,7 +154,9 @@ class PreparedNet:
         return _restore, (self.family, self.State, self._loop, self.options, Wx, Wh,
                           self._weights.b, self._weights.P, Wproj)
 
-    def __call__(self, x, state=None, *, seq_len=None, out=None, n_threads=None):
+    def __call__(self, x: np.ndarray, state: Optional[tuple] = None, *,
+                 seq_len: Optional[np.ndarray] = None, out: Optional[tuple] = None,
+                 n_threads: Optional[int] = None) -> NetResult:
         """Run the net over x from `state`.
 
         Parameters

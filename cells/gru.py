@@ -544,8 +544,8 @@ def gruBlockCellBp(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.nda
                          dLdb[2 * nOut:].copy())
 
 
-def prepare(Wx, Wh, b, *, linear_before_reset=False, n_threads=None,
-            weights=None) -> PreparedNet:
+def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, linear_before_reset: bool = False,
+            n_threads: Optional[int] = None, weights: None = None) -> PreparedNet:
     """Prepare a GRU's weights for many inference calls (serving): validated and packed once.
 
     Parameters

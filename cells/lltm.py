@@ -440,7 +440,8 @@ _SEQ_NAMES = (("x", "[sL, bS, nIn]"), ("W", "[3S, S+nIn]"), ("b", "[3S]"), ("hI"
               ("cI", "[bS, S]"))
 
 
-def prepare(W, b, *, n_threads=None, weights=None) -> PreparedNet:
+def prepare(W: np.ndarray, b: np.ndarray, *, n_threads: Optional[int] = None,
+            weights: None = None) -> PreparedNet:
     """Prepare an LLTM's weights for many inference calls (serving): validated and packed once.
 
     Parameters

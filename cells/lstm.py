@@ -522,9 +522,13 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
     return LstmGradsWithProjection(*grads, dLdWproj)
 
 
-def prepare(Wx, Wr, b, *, Wp=None, Wproj=None, cell_clip=0.0, gate_act=2, gate_alpha=0.0,
-            gate_beta=0.0, cell_act=0, cell_alpha=0.0, cell_beta=0.0, out_act=0, out_alpha=0.0,
-            out_beta=0.0, n_threads=None, weights=None) -> PreparedNet:
+def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
+            Wp: Optional[np.ndarray] = None, Wproj: Optional[np.ndarray] = None,
+            cell_clip: float = 0.0, gate_act: int = 2, gate_alpha: float = 0.0,
+            gate_beta: float = 0.0, cell_act: int = 0, cell_alpha: float = 0.0,
+            cell_beta: float = 0.0, out_act: int = 0, out_alpha: float = 0.0,
+            out_beta: float = 0.0, n_threads: Optional[int] = None,
+            weights: None = None) -> PreparedNet:
     """Prepare an LSTM's weights for many inference calls (serving): validated and packed
     once.
 

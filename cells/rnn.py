@@ -345,7 +345,8 @@ def rnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
 # Validation
 # ---------------------------------------------------------------------------------------------
 
-def prepare(Wx, Wh, b, *, activation="tanh", n_threads=None, weights=None) -> PreparedNet:
+def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, activation: str = "tanh",
+            n_threads: Optional[int] = None, weights: None = None) -> PreparedNet:
     """Prepare an RNN's weights for many inference calls (serving): validated and packed once.
 
     Parameters
