@@ -13,8 +13,12 @@ cdef extern from "cells/team.h" nogil:
     ctypedef void (*cells_part_fn)(void *arg, cells_part me) noexcept nogil
 
     # Run fn(arg, me) on nparts parts at once, a thread each (fewer where fewer threads are
-    # available); the parts it ran.
+    # available); the parts it ran. ..._on_team: on cells' own team, never OpenMP's pool.
     int cells_run_parts(int nparts, cells_part_fn fn, void *arg) noexcept
+    int cells_run_parts_on_team(int nparts, cells_part_fn fn, void *arg) noexcept
+    # Around work without the GIL outside cells_run_parts that allocates: a fork waits for it.
+    void cells_gate_enter() noexcept
+    void cells_gate_leave() noexcept
     # Wait until every part of me's call has reached this barrier.
     void cells_barrier(cells_part me) noexcept
     # Once, at import: a child made by fork() takes its threads from cells' team.

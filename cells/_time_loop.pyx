@@ -61,8 +61,9 @@ from cells._loops cimport (
 )
 from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_barrier, cells_claim, cells_claim_finished, cells_claims,
-    cells_claims_destroy, cells_claims_init, cells_claims_wait, cells_part, cells_part_spin_ns,
-    cells_run_parts, cells_team_register_fork_handler, part_start, part_units,
+    cells_claims_destroy, cells_claims_init, cells_claims_wait, cells_gate_enter,
+    cells_gate_leave, cells_part, cells_part_spin_ns, cells_run_parts, cells_run_parts_on_team,
+    cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
     CELLS_PANEL_TN_C_BYTES, CELLS_PANEL_WIDTH_D, CELLS_PANEL_WIDTH_F, PackedWeights, free_packed, gemm_packed, pack_weights,
@@ -1138,7 +1139,8 @@ cdef class PreparedWeights:
         cdef bint single = self.dtype == np.float32
         with nogil:
             cells_claims_init(&claims)
-            cells_run_parts(L.n_threads, prepared_float if single else prepared_double, &L)
+            cells_run_parts_on_team(L.n_threads, prepared_float if single else prepared_double,
+                                    &L)
             cells_claims_destroy(&claims)
         free(scratch)
 
@@ -1186,7 +1188,9 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
     cdef bint packed
     cdef bint single = dtype == np.float32
     with nogil:
+        cells_gate_enter()  # a fork waits for the packing's allocations
         packed = pack_prepared(L, <float>0) if single else pack_prepared(L, <double>0)
+        cells_gate_leave()
     # Only the packed copies and the net's own b and P are read from here on.
     L.Wx = L.Wh = L.Wproj = NULL
     if not packed:

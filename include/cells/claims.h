@@ -24,11 +24,6 @@
 
 #include "cells/team.h"
 
-/* A wait for the tasks of a phase spins this long before it yields its core at every look,
- * then sleeps after the call's spin time (team.h's CELLS_SPIN_NS): a phase's last task takes
- * microseconds, unless its thread was descheduled. */
-#define CELLS_CLAIMS_YIELD_NS 20000
-
 typedef struct {
     atomic_llong next;      /* the next task to claim, numbered across the call's phases */
     cells_signal finished;  /* moves once per finished task: its value counts them (mod 2^32) */
@@ -55,34 +50,10 @@ static long cells_claim(cells_claims *c, long long g, long tasks) {
 
 static void cells_claim_finished(cells_claims *c) { cells_signal_move(&c->finished); }
 
-/* Wait until every task of phase g is finished: spin for spin_ns, then sleep until the last
- * one finishes (cells_signal's protocol, team.h). */
+/* Wait until every task of phase g is finished (team.h's wait: spin, yield, then sleep until
+ * the last one finishes). */
 static void cells_claims_wait(cells_claims *c, long long g, long tasks, int64_t spin_ns) {
-    const unsigned end = (unsigned)((g + 1) * tasks); /* the count, mod 2^32, once finished */
-    cells_signal *s = &c->finished;
-    int64_t deadline = 0;
-    for (unsigned spins = 0;
-         (int)(atomic_load_explicit(&s->value, memory_order_acquire) - end) < 0; spins++) {
-        if (spins % 64 == 0) { /* a clock read costs about 64 pauses */
-            int64_t now = cells_now_ns();
-            if (deadline == 0) {
-                deadline = now + spin_ns;
-            } else if (now > deadline - spin_ns + CELLS_CLAIMS_YIELD_NS && now <= deadline) {
-                /* The task waited for may be on this core, queued behind this thread (the
-                 * system runs more threads than cores): let it run. */
-                sched_yield();
-            } else if (now > deadline) {
-                pthread_mutex_lock(&s->lock);
-                atomic_fetch_add(&s->sleepers, 1);
-                while ((int)(atomic_load(&s->value) - end) < 0)
-                    pthread_cond_wait(&s->moved, &s->lock);
-                atomic_fetch_sub(&s->sleepers, 1);
-                pthread_mutex_unlock(&s->lock);
-                return;
-            }
-        }
-        cells_pause();
-    }
+    cells_signal_wait_for(&c->finished, (unsigned)((g + 1) * tasks), spin_ns);
 }
 
 /* How long a part of me's call spins before it sleeps (team.h: CELLS_SPIN_NS, or less on

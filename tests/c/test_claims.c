@@ -1,0 +1,95 @@
+/* Test of include/cells/claims.h: the work a prepared net's call claims task by task.
+ *
+ *   gcc -O3 -pthread -I include tests/c/test_claims.c -o test_claims && ./test_claims
+ *   (tests/test_team.py does this, with OpenMP and without)
+ *
+ * Calls of 1 to 6 parts (more than the cores), on cells' team (cells_run_parts_on_team), run
+ * PHASES phases of TASKS tasks each the way prepared_forward_loop does: claim, run, finish,
+ * then wait for the phase. Checked:
+ *  - every task of every phase runs exactly once (a counter per task);
+ *  - no task of phase g starts before every task of phase g - 1 has finished (each task
+ *    checks the phase before it is complete);
+ *  - a part that starts late (it sleeps 2 ms first, as a descheduled thread would) holds up
+ *    nobody: the others finish every phase without it, and it catches up without work;
+ *  - the call runs on cells' team (part 0 on the caller, the others on cells-team workers). */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cells/claims.h"
+
+#define PHASES 200
+#define TASKS 7
+
+static long failures, checks;
+
+typedef struct {
+    cells_claims claims;
+    atomic_int runs[PHASES][TASKS]; /* how often each task ran */
+    atomic_int done[PHASES];        /* the tasks of each phase finished */
+    int late_part;                  /* this part sleeps before it starts (-1: none) */
+    atomic_int tasks_of_late;       /* the tasks the late part ran */
+    atomic_int worker_parts;        /* parts that ran on a thread named cells-team */
+} call;
+
+static void expect(int ok, const char *what) {
+    ++checks;
+    if (!ok && ++failures < 20)
+        printf("FAIL %s\n", what);
+}
+
+static void part(void *arg, cells_part me) {
+    call *c = arg;
+    char name[32] = "";
+#if defined(__linux__)
+    prctl(PR_GET_NAME, name);
+#endif
+    if (strcmp(name, "cells-team") == 0)
+        atomic_fetch_add(&c->worker_parts, 1);
+    if (me.part == c->late_part) {
+        struct timespec nap = {0, 2000000};
+        nanosleep(&nap, NULL);
+    }
+    for (long long g = 0; g < PHASES; ++g) {
+        long task;
+        while ((task = cells_claim(&c->claims, g, TASKS)) >= 0) {
+            expect(g == 0 || atomic_load(&c->done[g - 1]) == TASKS,
+                   "a task started before the phase before it was complete");
+            atomic_fetch_add(&c->runs[g][task], 1);
+            if (me.part == c->late_part)
+                atomic_fetch_add(&c->tasks_of_late, 1);
+            atomic_fetch_add(&c->done[g], 1);
+            cells_claim_finished(&c->claims);
+        }
+        cells_claims_wait(&c->claims, g, TASKS, cells_part_spin_ns(me));
+    }
+}
+
+static void run_call(int nparts, int late_part) {
+    static call c;
+    memset(&c, 0, sizeof c);
+    c.late_part = late_part;
+    cells_claims_init(&c.claims);
+    int ran = cells_run_parts_on_team(nparts, part, &c);
+    cells_claims_destroy(&c.claims);
+    for (int g = 0; g < PHASES; ++g)
+        for (int t = 0; t < TASKS; ++t)
+            expect(atomic_load(&c.runs[g][t]) == 1, "a task ran other than once");
+    expect(atomic_load(&c.worker_parts) == ran - 1, "parts 1.. ran on cells' team");
+    if (late_part > 0 && late_part < ran)
+        /* 200 phases of trivial tasks take far less than the late part's 2 ms nap */
+        expect(atomic_load(&c.tasks_of_late) < PHASES * TASKS / 2,
+               "the parts on time waited for the late one");
+    printf("%d parts (ran %d), late part %d: it ran %d of %d tasks\n", nparts, ran, late_part,
+           atomic_load(&c.tasks_of_late), PHASES * TASKS);
+}
+
+int main(void) {
+    for (int nparts = 1; nparts <= 6; ++nparts) {
+        run_call(nparts, -1);
+        if (nparts > 1)
+            run_call(nparts, nparts - 1);
+    }
+    printf("%ld checks, %ld failures\n", checks, failures);
+    return failures != 0;
+}
