@@ -52,7 +52,7 @@ CELLS_FN float cells_float_from_bits(int bits) {
 }
 
 /* e^x in float32 without a libm call, so that loops over it vectorise (libm's expf and tanhf
- * are scalar calls: they made the gate pass 1.5-2.5x slower end to end). Cephes' expf: x = n·ln2
+ * are scalar calls, which keep the gate loops from vectorising). Cephes' expf: x = n·ln2
  * + r with |r| <= ln2/2 (ln2 split in two for an exact n·ln2), a degree-6 polynomial for e^r,
  * and 2^n built in the exponent bits. Relative error about 1 ulp (2e-7) for |x| <= 87; inputs
  * are clamped to where neither e^x nor 2^n overflow or go subnormal. */

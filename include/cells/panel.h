@@ -19,8 +19,8 @@
  * per instruction set, so that a copy packed by one build is read by any other (and can be
  * shared by threads). A tile of C as wide as a panel loads one panel row and broadcasts one A
  * element per row of the tile: the wider the panel, the fewer loads per FMA (6 rows × 256
- * bytes: 10 loads for 24 FMAs; 8 × 128: 10 for 16; 16 × 64: 17 for 16). Measured on AVX-512,
- * 256-byte panels ran 5-40% faster than 128-byte ones, 64-byte ones 40% slower. */
+ * bytes: 10 loads for 24 FMAs; 8 × 128: 10 for 16; 16 × 64: 17 for 16). On AVX-512, 256-byte
+ * panels are the fastest of 64, 128 and 256. */
 #define CELLS_PANEL_BYTES 256
 #define CELLS_PANEL_WIDTH_F 64 /* = CELLS_PANEL_BYTES / sizeof(float) */
 #define CELLS_PANEL_WIDTH_D 32 /* = CELLS_PANEL_BYTES / sizeof(double) */
@@ -43,9 +43,8 @@
 
 /* Flags of the kernels: add to C (beta = 1) rather than overwrite it; prefetch the panel
  * CELLS_PANEL_PREFETCH_ROWS rows ahead, for a packed matrix of CELLS_PANEL_PREFETCH_BYTES or
- * more. Measured: 3-25% faster where the panels came from L3 (1-2 MB), 5-15% slower at 128 KB
- * (L2), neutral at 512 KB. (The hardware prefetchers stop at each 4 KB page: 16 panel rows of
- * floats.) CELLS_PANEL_IN_PLACE: B is a matrix read in place, not packed (gemm_tn, gemm_nn);
+ * more: it pays where the panels come from L3, and costs load slots where they sit in L2.
+ * (The hardware prefetchers stop at each 4 KB page: 16 panel rows of floats.) CELLS_PANEL_IN_PLACE: B is a matrix read in place, not packed (gemm_tn, gemm_nn);
  * CELLS_PANEL_TN: with it, the layout of gemm_tn (C = Aᵀ·B). CELLS_PANEL_BIAS: add a bias row
  * to the product as it is stored. */
 #define CELLS_PANEL_ADD 1
@@ -62,10 +61,9 @@
 /* gemm_tn (C = Aᵀ·B, A [K, M] and B [K, n] read in place), and gemm_nn (C = A·B) the same way:
  * K in blocks of CELLS_PANEL_TN_ROWS rows, whose vectors of B stay in L1 while they pass over
  * every row of C (128 rows of 4 vectors: 32 KiB). gemm_tn is for a C of up to
- * CELLS_PANEL_TN_C_BYTES, which stays in L2 over the whole of K. Measured against OpenBLAS's
- * gemm (one thread, K = 1600-6400, alternated): for such a C 1.2-1.5x as fast in float,
- * 1.0-1.1x in double; for a C of 1-2 MiB (measured in blocks of columns that each re-read A)
- * 1.0x in float and 0.6-0.8x in double, so those go to BLAS. */
+ * CELLS_PANEL_TN_C_BYTES, which stays in L2 over the whole of K: there it is faster than a
+ * BLAS gemm, which copies both operands; a larger C is read and written once per row block,
+ * and BLAS's blocking is as fast or faster, so those go to BLAS. */
 #define CELLS_PANEL_TN_ROWS 128
 #define CELLS_PANEL_TN_C_BYTES (512 * 1024)
 

@@ -42,14 +42,14 @@ CELLS_FN REAL *FN(panel_aligned)(REAL *buf) {
  *   transB = 0: B is [K, ldb >= n], op(B) = B.
  *   transB = 1: B is [n, ldb >= K], op(B) = Bᵀ (row j of B is column j of op(B)); this is what
  *               a backward pass needs for dz·Whᵀ with Wh stored [H, G].
- * Reads only the K·n elements of op(B), writes all FN(panel_len)(K, n) of P. Measured (float,
- * one thread, K·n = 49k-1M): B at 33-36 GB/s, Bᵀ at 22-27 GB/s (18 for 4 MiB, from L3; 13-14
- * element by element). */
+ * Reads only the K·n elements of op(B), writes all FN(panel_len)(K, n) of P; Bᵀ is
+ * transposed in vectors where it can be (panel.h, CELLS_PANEL_TRANSPOSE), which runs at about
+ * twice the rate of a copy element by element. */
 CELLS_ROW FN(pack_panels)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRICT B,
                           ptrdiff_t ldb, int transB, REAL *CELLS_RESTRICT P) {
     /* A row loop (CELLS_ROW: compiled for AVX-512 and AVX2 too). Compiled for the baseline
-     * alone and inlined into the time loop, its copy became a memmove call in one build and
-     * SSE2 moves in another: 3-12% slower calls at T=100 B=1 H=128. */
+     * alone and inlined into the time loop, its copy becomes a memmove call or SSE2 moves,
+     * whichever the build chooses, and the calls that pack run slower. */
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL) };
     for (ptrdiff_t j0 = 0; j0 < n; j0 += NR) {
         const ptrdiff_t w = n - j0 < NR ? n - j0 : NR;
@@ -249,7 +249,7 @@ CELLS_PANEL_INLINE int FN(panel_dot_qr)(int isa) { return isa == 4 ? 4 : isa == 
 /* Independent accumulator sets for an m × nv tile. The FMAs into one accumulator form a chain,
  * so at least latency × issue width (4 cycles × 2 FMA units, on recent x86) registers' worth
  * must be in flight: ku sets over alternate k's (set u takes k % ku == u), added at the end,
- * up to 16 zmm (isa 4: more than the 8 the latency asks for ran 0-10% faster) or 8 ymm. */
+ * up to 16 zmm (isa 4: more than the 8 the latency asks for, as fast or faster) or 8 ymm. */
 CELLS_PANEL_INLINE int FN(panel_ku)(int isa, int m, int nv) {
     if (isa == 0) /* no FMA; and 2 sets of one 4-xmm row already spilled */
         return 1;
@@ -293,7 +293,7 @@ CELLS_PANEL_INLINE void FN(panel_acc_fold)(const int isa, const int ku, const in
  *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL; with in_place, any
  *       row-major matrix read in place, Pv[k·ldp + j] (its rows need not be padded: w = nv·VL,
  *       or Pv holds nv·VL readable columns). The panel's stride is a constant: a run-time one
- *       ran the packed tiles 5-8% slower.
+ *       slows the packed tiles.
  *   bias: [w], added to every row of the product with CELLS_PANEL_BIAS (else not read)
  *   C:  [m, ldc >= w], w <= nv·VL; read only with CELLS_PANEL_ADD
  * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows (with
@@ -555,8 +555,8 @@ CELLS_PANEL_INLINE void FN(panel_dot_tile_any)(const int isa, int m, int q, ptrd
  * (m, nv) or (m, q) that blocking produces being its own register-blocked kernel:
  * FN(panel_kernels_<isa>), a tile of m rows and nv vectors of a panel, and
  * FN(panel_dot_kernels_<isa>), a dot-product tile of gemm_nt. The dot kernels are functions of
- * their own: compiled into the panel kernels' function, they made those run 18% slower in 8 of
- * 20 processes (the same binary; in none without them). */
+ * their own: compiled into the panel kernels' function, they make those run slower in some
+ * processes of the same binary (and in none without them). */
 typedef void (*FN(panel_kernels))(int m, int nv, ptrdiff_t K, const REAL *A, ptrdiff_t lda,
                                   const REAL *Pv, ptrdiff_t ldp, const REAL *bias, int flags,
                                   REAL *C, ptrdiff_t ldc, ptrdiff_t w);
@@ -636,9 +636,8 @@ CELLS_FN void FN(panel_scale)(ptrdiff_t M, ptrdiff_t n, REAL beta, REAL *C, ptrd
  * Rows: ceil(M / mr) tiles of as equal a height as possible (M = 8: 4 + 4, not 6 + 2), since a
  * tile of few rows runs far below the FMA rate. Columns: panel by panel, each in tiles of nvt
  * vectors; in a partial last panel only the vectors holding its columns are computed (a count
- * of 3 rounds up to 4, the padding being zeros). Panels outer, rows inner (rows outer measured
- * slower for K >= 1024). K is not split in blocks: for K up to 2048, blocks of 192-512
- * measured no faster. */
+ * of 3 rounds up to 4, the padding being zeros). Panels outer, rows inner (rows outer is
+ * slower for K >= 1024). K is not split in blocks: for K up to 2048, blocking gains nothing. */
 CELLS_FN void FN(panel_gemm)(int isa, int fixed, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                              const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                              const REAL *CELLS_RESTRICT P, const REAL *CELLS_RESTRICT bias,

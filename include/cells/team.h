@@ -7,9 +7,9 @@
  * Where the threads come from:
  *  - OpenMP's pool, when the extension is built with OpenMP and this process is not a child
  *    made by fork(). PyTorch and other OpenMP libraries in the process share that pool with
- *    cells, so their threads take turns: measured on 2 cores, a cells.torch training step at
- *    B=1 ran 3-4x slower, and at B=16 1.3-1.6x slower, when cells ran threads of its own beside
- *    PyTorch's (each pool's idle threads spinning on the cores the other needed).
+ *    cells, so their threads take turns: beside PyTorch's pool, threads of cells' own make a
+ *    cells.torch training step slower (each pool's idle threads spin on the cores the other
+ *    needs).
  *  - cells' own team of POSIX threads in a forked child (multiprocessing's default start method
  *    on Linux, DataLoader workers, pre-fork servers), and in a build without OpenMP. GCC's
  *    OpenMP runtime keeps the threads of the parent's pool, which fork() did not copy, and a
@@ -56,21 +56,18 @@
 /* The most parts a call can run on. */
 #define CELLS_MAX_THREADS 256
 /* How long a waiting thread (at a barrier, for its call's parts, a team worker between calls)
- * spins before it sleeps. Measured on the 2-vCPU test VM, in a process whose other libraries
- * keep yielding or spinning threads of their own (OpenBLAS, ONNX Runtime): with a 50 µs spin,
- * a waiting thread slept at almost every barrier and waited for its wake-up, 5-50x slower at
- * B=1 and 2x at B=16; with 2 ms, as fast as alone (GCC's OpenMP runtime spins about as long).
- * A call on more threads than the process has cores spins only CELLS_CROWDED_SPIN_NS: there a
- * spinning thread holds the core that the thread it waits for needs (8 parts on 2 cores ran
- * 20x slower with the long spin). */
+ * spins before it sleeps. In a process whose other libraries keep threads of their own
+ * yielding or spinning (OpenBLAS, ONNX Runtime), a shorter spin sleeps at almost every barrier
+ * and waits for its wake-up; with 2 ms a call runs as fast as alone (GCC's OpenMP runtime
+ * spins about as long). A call on more threads than the process has cores spins only
+ * CELLS_CROWDED_SPIN_NS: there a spinning thread holds the core that the thread it waits for
+ * needs. */
 #define CELLS_SPIN_NS 2000000
 #define CELLS_CROWDED_SPIN_NS 20000
 
 /* A spinning waiter yields its core at every look (after this long): the thread it waits for
  * may be queued on the same core (the system runs more threads than cores, a busy neighbour
- * process on each), where a pure spin holds it off until the scheduler's next tick. Measured
- * with a CPU-bound process on each of 2 cores, a 2-thread call of a prepared LSTM (T=100 B=1
- * H=256) took 4-28 ms, in multiples of the 4 ms tick, against 2-15 ms on 1 thread. */
+ * process on each), where a pure spin holds it off until the scheduler's next tick. */
 #define CELLS_YIELD_NS 20000
 
 /* A counter that threads wait on to move: one thread advances it by one at a time, the others
@@ -312,9 +309,8 @@ static void cells_team_run(int nparts, cells_part_fn fn, void *arg, cells_meetin
  *
  * The gate itself is atomics and a short sleep in a loop (waits at it are rare: a fork, or
  * calls during one), so that it holds no lock and has no waiter that a fork could copy; a call
- * pays for it an atomic add and subtract and two looks at a thread-local flag (about 10 ns,
- * measured in a shared object on the 2-core test VM, one or two threads calling; the shortest
- * call takes microseconds). `forking` is held by the thread that forks, from prepare to parent
+ * pays for it an atomic add and subtract and two looks at a thread-local flag (nanoseconds;
+ * the shortest call takes microseconds). `forking` is held by the thread that forks, from prepare to parent
  * and child (one fork at a time), which POSIX defines: the child's one thread unlocks its own
  * lock.
  *
@@ -480,8 +476,7 @@ static int cells_run_parts(int nparts, cells_part_fn fn, void *arg) {
  * parts claim their work (claims.h), which a part that never starts does not hold up, and
  * which then need waits that yield the core (CELLS_YIELD_NS) at both ends of the call too.
  * libgomp's waits at the start and the end of a region spin without yielding: with a busy
- * neighbour process on each core, a 2-thread call ended on multiples of the 4 ms scheduler
- * tick, 2-8 times its 1-thread time (with OMP_WAIT_POLICY=PASSIVE, at or under it). */
+ * neighbour process on each core, a 2-thread call then ends on the scheduler's ticks. */
 static int cells_run_parts_on_team(int nparts, cells_part_fn fn, void *arg) {
     return cells_run(nparts, fn, arg, 1);
 }
