@@ -422,9 +422,11 @@ def test_bad_direction():
     assert convert.gru_from_onnx(W, R, direction=np.int64(1))[0].shape == (4, 9)
 
 
-def test_module_import_does_not_import_torch():
+def test_module_import_does_not_import_torch(tmp_path):
     import subprocess
     import sys
     code = "import sys, cells.convert; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # run outside the source tree: `python -c` puts its working directory on sys.path
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
     assert out.stdout.strip() == "False"

@@ -70,9 +70,10 @@ def test_the_source_carries_a_hash_of_the_headers(monkeypatch, tmp_path):
     assert cuda.kernel_source("gru") != before
 
 
-def test_import_cells_does_not_import_cupy():
+def test_import_cells_does_not_import_cupy(tmp_path):
     code = "import sys, cells, cells.cuda, cells._gpu; assert 'cupy' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    # run outside the source tree: `python -c` puts its working directory on sys.path
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=tmp_path)
 
 
 def test_cupy_arrays_select_the_gpu_backend():

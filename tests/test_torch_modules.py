@@ -337,9 +337,10 @@ def test_convert_a_module_copies_it():
     assert type(projected) is ct.LSTM and projected.weight_hr_l0.shape == (2, 4)
 
 
-def test_import_cells_does_not_import_torch():
+def test_import_cells_does_not_import_torch(tmp_path):
     code = "import cells, sys; assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # run outside the source tree: `python -c` puts its working directory on sys.path
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------
