@@ -244,8 +244,6 @@ class PreparedNet:
         _default_threads."""
         if self._n_threads is not None:
             return self._n_threads
-        if bS * self._row_work < 2 * PREPARED_WORK_PER_THREAD:
-            return 1
         return self._default_threads(bS, max_threads)
 
     def _default_threads(self, bS, ceiling):
