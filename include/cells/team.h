@@ -17,6 +17,9 @@
  *    first threaded call starts workers of its own.
  *  - cells' team too for the calls of cells_run_parts_on_team (a prepared net's, whose parts
  *    claim their work: claims.h), whose waits yield the core to a thread queued behind them.
+ *    Such a call runs on the workers that join it before its caller has finished part 0, so
+ *    a worker descheduled by a busy neighbour process holds up nobody; its parts never meet at
+ *    cells_barrier (me.nparts is the most that may run, not how many do).
  *
  * fork() waits for the calls in flight: from the moment a fork is asked for, no call starts
  * until the fork is done, and the fork waits until every call in flight has returned and the
@@ -25,7 +28,7 @@
  * allocation of a call of the parent that it cannot finish.
  *
  * cells' team: the calling thread runs part 0 and worker threads (named cells-team) parts
- * 1 .. nparts-1. It starts no thread until a call asks for more than one part, then grows to the
+ * 1 .. nparts-1, in the order they join the call. It starts no thread until a call asks for more than one part, then grows to the
  * largest count any call has asked for. One call at a time runs on it: a call that finds it busy
  * (another thread of the process is in a threaded call, or fn itself calls cells_run_parts)
  * runs on its own thread, as part 0 of 1: the same results without the parallelism, and never
@@ -186,72 +189,86 @@ static void cells_barrier(cells_part me) {
  * call (the fork gate lets it through, see cells_gate_enter). */
 static _Thread_local int cells_in_part;
 
+/* The call in flight on the team, in one word: its number (the high 32 bits), which tells one
+ * call from the next, and its seats left (the low bits): how many more workers may join it. A
+ * call opens with nparts - 1 seats; a worker joins by taking one (compare-and-swap on the whole
+ * word, so a worker that read the word of a call since closed takes nothing). A call whose
+ * parts claim their work closes when its caller has finished its own part, by taking the
+ * seats left; a call whose parts own fixed shares waits until every seat is taken. */
+#define CELLS_CALL_SEATS 0xffffffffull
+
 static struct {
     int forked;             /* this process is a child made by fork() */
     pthread_mutex_t busy;   /* held by the call running on the team */
-    int workers;            /* worker threads running: parts 1 .. workers */
-    pthread_t threads[CELLS_MAX_THREADS];  /* theirs, by part, for cells_team_retire */
-    int retiring;           /* written before `start` moves: the workers end, not run a call */
-    /* The call in flight, written before `start` moves: */
+    int workers;            /* worker threads running */
+    pthread_t threads[CELLS_MAX_THREADS];  /* theirs, for cells_team_retire */
+    atomic_int retiring;    /* set before `start` moves: the workers end, not join a call */
+    /* The call in flight, written before it opens (no seat is left to take meanwhile): */
     cells_part_fn fn;
     void *arg;
     int nparts;
     cells_meeting *meeting;
+    unsigned calls;         /* the calls run, the last one's number */
+    atomic_ullong call;     /* the call's number and its seats left (CELLS_CALL_SEATS) */
     atomic_llong spin_ns;   /* how long the workers spin for the next call (the last call's) */
     cells_signal start;     /* moves once per call: the workers' go */
-    atomic_int unfinished;  /* workers still in the call; the last to finish moves `done` */
-    cells_signal done;
+    cells_signal done;      /* moves once per worker that finishes its part of a call */
 } cells_team = {
     .busy = PTHREAD_MUTEX_INITIALIZER,
     .start = {.lock = PTHREAD_MUTEX_INITIALIZER, .moved = PTHREAD_COND_INITIALIZER},
     .done = {.lock = PTHREAD_MUTEX_INITIALIZER, .moved = PTHREAD_COND_INITIALIZER},
 };
 
-/* What a worker needs to start: its part and the value of `start` before its first call. */
-typedef struct {
-    int part;
-    unsigned seen;
-} cells_worker_start;
+/* The value of `start` a new worker waits to see move. */
+static unsigned cells_worker_seen[CELLS_MAX_THREADS];
 
-static cells_worker_start cells_worker_starts[CELLS_MAX_THREADS];
+/* Take a seat in the call in flight: the part this worker runs (1 .. nparts - 1), or 0 when
+ * no seat is left (the call is full or closed, or none is in flight). */
+static int cells_team_join(void) {
+    unsigned long long call = atomic_load(&cells_team.call);
+    while (call & CELLS_CALL_SEATS)
+        if (atomic_compare_exchange_weak(&cells_team.call, &call, call - 1))
+            return cells_team.nparts - (int)(call & CELLS_CALL_SEATS);
+    return 0;
+}
 
-/* A worker: run its part of every call (or nothing, in a call of fewer parts), then report;
- * end when the team retires. */
+/* A worker: each time `start` moves, join the call in flight if a seat is left, run its part
+ * and report; end when the team retires. A worker that wakes late (descheduled, or a call of
+ * fewer parts) finds no seat and touches nothing of the call. */
 static void *cells_worker(void *arg) {
-    int part = ((cells_worker_start *)arg)->part;
-    unsigned seen = ((cells_worker_start *)arg)->seen;
+    unsigned seen = *(unsigned *)arg;
 #if defined(__linux__)
     prctl(PR_SET_NAME, "cells-team");  /* in top -H, /proc/PID/task/TID/comm, debuggers */
 #endif
     cells_in_part = 1;  /* a worker runs nothing but parts */
     for (;;) {
         cells_signal_wait(&cells_team.start, seen, atomic_load(&cells_team.spin_ns));
-        seen++;  /* every call waits for every worker, so `start` moves one call at a time */
-        if (cells_team.retiring)
+        seen = atomic_load(&cells_team.start.value);
+        if (atomic_load(&cells_team.retiring))
             return NULL;
-        if (part < cells_team.nparts) {
+        int part = cells_team_join();
+        if (part > 0) {
             cells_part me = {part, cells_team.nparts, cells_team.meeting};
             cells_team.fn(cells_team.arg, me);
-        }
-        if (atomic_fetch_sub(&cells_team.unfinished, 1) == 1)
             cells_signal_move(&cells_team.done);
+        }
     }
 }
 
 /* End the workers and wait until their threads are gone (no call is in flight: the fork gate
  * is closed); the next call that needs workers starts new ones. Before a fork: a worker that
- * finished a call may still hold the lock of `done` (moving it after its caller saw it move)
- * or be asleep on `start`, and a child would inherit that lock held, or a condition variable
- * that counts a waiter it does not have. */
+ * finished a call may still hold the lock of `done` (moving it after its caller saw it move),
+ * be on its way back from a call it found closed, or be asleep on `start`, and a child would
+ * inherit that lock held, or a condition variable that counts a waiter it does not have. */
 static void cells_team_retire(void) {
     if (cells_team.workers == 0)
         return;
-    cells_team.retiring = 1;
+    atomic_store(&cells_team.retiring, 1);
     cells_signal_move(&cells_team.start);
-    for (int part = 1; part <= cells_team.workers; ++part)
-        pthread_join(cells_team.threads[part], NULL);
+    for (int w = 0; w < cells_team.workers; ++w)
+        pthread_join(cells_team.threads[w], NULL);
     cells_team.workers = 0;
-    cells_team.retiring = 0;
+    atomic_store(&cells_team.retiring, 0);
 }
 
 /* Start workers until the team can run nparts parts (the caller holds `busy`); return the
@@ -261,31 +278,40 @@ static int cells_team_grow(int nparts) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &before);
     while (cells_team.workers < nparts - 1) {
-        int part = cells_team.workers + 1;
-        cells_worker_starts[part].part = part;
-        cells_worker_starts[part].seen = atomic_load(&cells_team.start.value);
-        if (pthread_create(&cells_team.threads[part], NULL, cells_worker,
-                           &cells_worker_starts[part]) != 0)
+        int w = cells_team.workers;
+        cells_worker_seen[w] = atomic_load(&cells_team.start.value);
+        if (pthread_create(&cells_team.threads[w], NULL, cells_worker, &cells_worker_seen[w]) != 0)
             break;
-        cells_team.workers = part;
+        cells_team.workers = w + 1;
     }
     pthread_sigmask(SIG_SETMASK, &before, NULL);
     return nparts < cells_team.workers + 1 ? nparts : cells_team.workers + 1;
 }
 
-/* fn on the team's first nparts parts (the caller holds `busy`, the workers are started). */
-static void cells_team_run(int nparts, cells_part_fn fn, void *arg, cells_meeting *meeting) {
+/* fn on nparts parts of the team (the caller holds `busy`, the workers are started): the
+ * caller runs part 0, and nparts - 1 workers join. With `claimed` (the parts claim their work,
+ * claims.h) the call closes once part 0 has returned, and waits only for the workers that
+ * joined it: one that is descheduled when the call starts holds up nobody. Otherwise every
+ * part owns a share and the call waits until all have run. Returns the parts that ran. */
+static int cells_team_run(int nparts, cells_part_fn fn, void *arg, cells_meeting *meeting,
+                          int claimed) {
+    const unsigned long long seats = (unsigned long long)(nparts - 1);
     cells_team.fn = fn;
     cells_team.arg = arg;
     cells_team.nparts = nparts;
     cells_team.meeting = meeting;
+    unsigned long long number = (unsigned long long)++cells_team.calls << 32;
     atomic_store(&cells_team.spin_ns, meeting->spin_ns);
-    atomic_store(&cells_team.unfinished, cells_team.workers);
     unsigned done = atomic_load(&cells_team.done.value);
+    atomic_store(&cells_team.call, number | seats);
     cells_signal_move(&cells_team.start);
     cells_part me = {0, nparts, meeting};
     fn(arg, me);
-    cells_signal_wait(&cells_team.done, done, meeting->spin_ns);
+    unsigned long long joined = seats;
+    if (claimed)
+        joined -= atomic_exchange(&cells_team.call, number) & CELLS_CALL_SEATS;
+    cells_signal_wait_for(&cells_team.done, done + (unsigned)joined, meeting->spin_ns);
+    return 1 + (int)joined;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -420,14 +446,14 @@ static int cells_run_on_openmp(int nparts, cells_part_fn fn, void *arg,
 }
 #endif
 
-static int cells_run_on_team(int nparts, cells_part_fn fn, void *arg, cells_meeting *meeting) {
+static int cells_run_on_team(int nparts, cells_part_fn fn, void *arg, cells_meeting *meeting,
+                             int claimed) {
     if (pthread_mutex_trylock(&cells_team.busy) != 0)
         return cells_run_alone(fn, arg, meeting);
-    int ran = cells_team_grow(nparts);
-    if (ran > 1)
-        cells_team_run(ran, fn, arg, meeting);
+    int parts = cells_team_grow(nparts);
+    int ran = parts > 1 ? cells_team_run(parts, fn, arg, meeting, claimed) : 0;
     pthread_mutex_unlock(&cells_team.busy);
-    return ran > 1 ? ran : cells_run_alone(fn, arg, meeting);
+    return ran > 0 ? ran : cells_run_alone(fn, arg, meeting);
 }
 
 /* The cores this process may run on. */
@@ -441,9 +467,8 @@ static int cells_cores(void) {
     return n > 0 ? (int)n : 1;
 }
 
-/* cells_run_parts on OpenMP's pool where it may (not own_team), else on cells' team. */
-static int cells_run(int nparts, cells_part_fn fn, void *arg, int own_team) {
-    (void)own_team;  /* without OpenMP every call runs on the team */
+/* cells_run_parts on OpenMP's pool where it may (not `claimed`), else on cells' team. */
+static int cells_run(int nparts, cells_part_fn fn, void *arg, int claimed) {
     int nested = cells_in_part;
     if (!nested)
         cells_gate_enter();
@@ -456,11 +481,11 @@ static int cells_run(int nparts, cells_part_fn fn, void *arg, int own_team) {
     if (nparts < 2)
         ran = cells_run_alone(fn, arg, &meeting);
 #if defined(_OPENMP)
-    else if (!own_team && !cells_team.forked)
+    else if (!claimed && !cells_team.forked)
         ran = cells_run_on_openmp(nparts, fn, arg, &meeting);
 #endif
     else
-        ran = cells_run_on_team(nparts, fn, arg, &meeting);
+        ran = cells_run_on_team(nparts, fn, arg, &meeting, claimed);
     cells_signal_destroy(&meeting.passed);
     cells_in_part = nested;
     if (!nested)
