@@ -1,0 +1,181 @@
+/* gcc -O3 -fno-wrapv -fno-trapping-math -pthread -I include benchmarks/lowp_kernels.c -o /tmp/lowp_kernels -lm && /tmp/lowp_kernels
+ *
+ * One step of an LSTM's products on 1 thread, x [M, I]·Wx [I, 4H] + h [M, H]·Wh [H, 4H] (+ a
+ * bias), as a prepared net runs them: float32 (cells_gemm_panels_fixed_f) against int8
+ * (cells/lowp.h, activations quantized at every step) and bfloat16 (activations rounded at
+ * every step), each low-precision product on every instruction set the CPU runs. Times are
+ * medians over many samples, the contenders alternated sample by sample; a sample runs enough
+ * steps to last at least MIN_SAMPLE_NS. Reported per step: µs, the weights' bytes read per
+ * second (GB/s: what bounds a step at M = 1) and the multiply-adds' rate (GF/s: 2·M·(I+H)·4H
+ * flops, what bounds it at large M).
+ */
+#define _POSIX_C_SOURCE 199309L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cells/lowp.h"
+
+enum { SAMPLES = 41, MIN_SAMPLE_NS = 200000, GATES = 4 };
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float uniform(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+static void *aligned(size_t bytes) {
+    void *p = 0;
+    if (posix_memalign(&p, CELLS_PANEL_ALIGN, bytes ? bytes : 1))
+        abort();
+    return p;
+}
+
+/* One LSTM shape's operands, in every format. */
+typedef struct {
+    int M, I, H, n;
+    float *x, *h, *bias, *C;
+    float *Px, *Ph;                     /* float32 panels */
+    int8_t *Qx, *Qh;                    /* int8 panels */
+    float *swx, *swh;
+    int32_t *csx, *csh;
+    uint8_t *qx, *qh;                   /* quantized rows */
+    float *sax, *sah;
+    int32_t *zpx, *zph;
+    uint16_t *Bx, *Bh;                  /* bfloat16 panels */
+    uint16_t *bx, *bh;                  /* rounded rows */
+} shape;
+
+static float *random_floats(size_t count, float scale) {
+    float *p = aligned(sizeof(float) * count);
+    for (size_t e = 0; e < count; ++e)
+        p[e] = uniform() * scale;
+    return p;
+}
+
+static void make(shape *s, int M, int I, int H) {
+    s->M = M, s->I = I, s->H = H, s->n = GATES * H;
+    const int n = s->n;
+    float *Wx = random_floats((size_t)I * n, 0.1f), *Wh = random_floats((size_t)H * n, 0.1f);
+    s->x = random_floats((size_t)M * I, 1), s->h = random_floats((size_t)M * H, 1);
+    s->bias = random_floats(n, 0.1f);
+    s->C = aligned(sizeof(float) * M * n);
+    s->Px = aligned(sizeof(float) * cells_panel_len_f(I, n));
+    s->Ph = aligned(sizeof(float) * cells_panel_len_f(H, n));
+    cells_pack_panels_f(I, n, Wx, n, 0, s->Px);
+    cells_pack_panels_f(H, n, Wh, n, 0, s->Ph);
+    s->Qx = aligned(cells_lowp_q8_len(I, n)), s->Qh = aligned(cells_lowp_q8_len(H, n));
+    s->swx = aligned(sizeof(float) * n), s->swh = aligned(sizeof(float) * n);
+    s->csx = aligned(sizeof(int32_t) * n), s->csh = aligned(sizeof(int32_t) * n);
+    cells_lowp_q8_pack(I, n, Wx, n, 0, s->Qx, s->swx, s->csx);
+    cells_lowp_q8_pack(H, n, Wh, n, 0, s->Qh, s->swh, s->csh);
+    s->qx = aligned((size_t)M * cells_lowp_q8_row(I)), s->qh = aligned((size_t)M * cells_lowp_q8_row(H));
+    s->sax = aligned(sizeof(float) * M), s->sah = aligned(sizeof(float) * M);
+    s->zpx = aligned(sizeof(int32_t) * M), s->zph = aligned(sizeof(int32_t) * M);
+    s->Bx = aligned(sizeof(uint16_t) * cells_lowp_bf16_len(I, n));
+    s->Bh = aligned(sizeof(uint16_t) * cells_lowp_bf16_len(H, n));
+    cells_lowp_bf16_pack(I, n, Wx, n, 0, s->Bx);
+    cells_lowp_bf16_pack(H, n, Wh, n, 0, s->Bh);
+    s->bx = aligned(sizeof(uint16_t) * M * cells_lowp_bf16_row(I));
+    s->bh = aligned(sizeof(uint16_t) * M * cells_lowp_bf16_row(H));
+    free(Wx), free(Wh);
+}
+
+/* One step of contender c: 0 float32, 1 int8, 2 bfloat16; isa for the low-precision ones. */
+static void step(const shape *s, int c, int isa) {
+    const int M = s->M, I = s->I, H = s->H, n = s->n;
+    if (c == 0) {
+        cells_gemm_panels_fixed_f(M, n, I, s->x, I, s->Px, s->bias, 0, s->C, n);
+        cells_gemm_panels_fixed_f(M, n, H, s->h, H, s->Ph, 0, 1, s->C, n);
+    } else if (c == 1) {
+        const ptrdiff_t lx = cells_lowp_q8_row(I), lh = cells_lowp_q8_row(H);
+        cells_lowp_q8_rows(M, I, s->x, I, s->qx, lx, s->sax, s->zpx);
+        cells_lowp_q8_rows(M, H, s->h, H, s->qh, lh, s->sah, s->zph);
+        cells_lowp_q8_gemm_isa(isa, M, n, I, s->qx, lx, s->sax, s->zpx, s->Qx, s->swx, s->csx,
+                               s->bias, 0, s->C, n);
+        cells_lowp_q8_gemm_isa(isa, M, n, H, s->qh, lh, s->sah, s->zph, s->Qh, s->swh, s->csh,
+                               0, CELLS_LOWP_ADD, s->C, n);
+    } else {
+        const ptrdiff_t lx = cells_lowp_bf16_row(I), lh = cells_lowp_bf16_row(H);
+        cells_lowp_bf16_rows(M, I, s->x, I, s->bx, lx);
+        cells_lowp_bf16_rows(M, H, s->h, H, s->bh, lh);
+        cells_lowp_bf16_gemm_isa(isa, M, n, I, s->bx, lx, s->Bx, s->bias, 0, s->C, n);
+        cells_lowp_bf16_gemm_isa(isa, M, n, H, s->bh, lh, s->Bh, 0, CELLS_LOWP_ADD, s->C, n);
+    }
+}
+
+static int compare(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct { int kind, isa; const char *name; } contender;
+
+int main(void) {
+    static const int shapes[][3] = {{1, 512, 1024}, {1, 128, 128}, {1, 256, 256},
+                                    {8, 256, 256}, {64, 256, 256}};
+    const int q8 = cells_lowp_isa_q8(), bf = cells_lowp_isa_bf16();
+    contender all[] = {{0, 0, "float32"},
+                       {1, CELLS_LOWP_ISA_DOT, "int8 vnni"}, {1, CELLS_LOWP_ISA_AVX512, "int8 avx512"},
+                       {1, CELLS_LOWP_ISA_AVX2, "int8 avx2"}, {1, CELLS_LOWP_ISA_BASE, "int8 base"},
+                       {2, CELLS_LOWP_ISA_DOT, "bf16 dpbf16"}, {2, CELLS_LOWP_ISA_AVX512, "bf16 avx512"},
+                       {2, CELLS_LOWP_ISA_AVX2, "bf16 avx2"}, {2, CELLS_LOWP_ISA_BASE, "bf16 base"}};
+    enum { NC = sizeof all / sizeof all[0] };
+    printf("instruction sets: int8 %d, bf16 %d; medians of %d samples\n", q8, bf, SAMPLES);
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+        shape s;
+        make(&s, shapes[t][0], shapes[t][1], shapes[t][2]);
+        const double macs = (double)s.M * (s.I + s.H) * s.n;
+        double *times[NC], reps[NC];
+        int used[NC];
+        for (int c = 0; c < NC; ++c) { /* calibrate: steps per sample */
+            used[c] = all[c].kind == 0 || all[c].isa <= (all[c].kind == 1 ? q8 : bf);
+            times[c] = calloc(SAMPLES, sizeof(double));
+            if (!used[c])
+                continue;
+            step(&s, all[c].kind, all[c].isa);
+            const double t0 = now_ns();
+            step(&s, all[c].kind, all[c].isa);
+            const double one = now_ns() - t0;
+            reps[c] = one >= MIN_SAMPLE_NS ? 1 : (double)(int)(MIN_SAMPLE_NS / (one + 1) + 1);
+        }
+        for (int r = 0; r < SAMPLES; ++r)
+            for (int c = 0; c < NC; ++c) {
+                if (!used[c] || (all[c].isa == CELLS_LOWP_ISA_BASE && all[c].kind && r >= 5))
+                    continue; /* the baseline: 5 samples */
+                const double t0 = now_ns();
+                for (int k = 0; k < (int)reps[c]; ++k)
+                    step(&s, all[c].kind, all[c].isa);
+                times[c][r] = (now_ns() - t0) / reps[c];
+            }
+        printf("\nLSTM step I=%d H=%d M=%d (weights: float32 %.1f MB)\n", s.I, s.H, s.M,
+               4.0 * (s.I + s.H) * s.n / 1e6);
+        double base = 0;
+        for (int c = 0; c < NC; ++c) {
+            if (!used[c])
+                continue;
+            const int count = all[c].kind && all[c].isa == CELLS_LOWP_ISA_BASE ? 5 : SAMPLES;
+            qsort(times[c], count, sizeof(double), compare);
+            const double med = times[c][count / 2];
+            const double bytes = all[c].kind == 0 ? 4.0 * (s.I + s.H) * s.n
+                                 : all[c].kind == 1
+                                     ? (double)(cells_lowp_q8_len(s.I, s.n) + cells_lowp_q8_len(s.H, s.n))
+                                     : 2.0 * (double)(cells_lowp_bf16_len(s.I, s.n) + cells_lowp_bf16_len(s.H, s.n));
+            if (c == 0)
+                base = med;
+            printf("  %-12s %9.2f us  %7.1f GB/s  %7.1f GF/s  %5.2fx float32\n", all[c].name,
+                   med / 1e3, bytes / med, 2 * macs / med, base / med);
+        }
+        for (int c = 0; c < NC; ++c)
+            free(times[c]);
+    }
+    return 0;
+}
