@@ -16,15 +16,17 @@
 from libc.stdint cimport int64_t
 
 from cells._families cimport cells_step_options
-from cells._panels cimport PackedWeights
+from cells._panels cimport PackedWeights, Rows, RowScratch
 from cells._team cimport cells_claims
 
 
 cdef struct Prepared:
     # A prepared net's weights (cells.PreparedNet): op(Wx), op(Wh) and Wproj, each packed whole
-    # once, gate block by gate block, multiplied in fixed order (gemm_panels_fixed); the
-    # threads of a call take views of whole panels of them (panel_columns).
+    # once, gate block by gate block, multiplied in fixed order (gemm_panels_fixed, or lowp.h's
+    # products on int8 or bfloat16 panels); the threads of a call take views of whole panels
+    # of them (panel_columns).
     PackedWeights wx, wh, wproj   # wproj.P is NULL without Wproj
+    int kind                      # NATIVE_PANELS, INT8_PANELS or BF16_PANELS (_panels.pxd)
 
 
 cdef struct Loop:
@@ -41,6 +43,10 @@ cdef struct Loop:
     const Prepared *prepared    # a prepared net's weights, or NULL: the call packs its own
     cells_claims *claims        # a prepared net's call: the tasks its parts claim, `tasks`
     long tasks                  # per phase (a block of rows, or of panels of the units)
+    RowScratch *row_scratch     # [n_threads] or NULL: on int8 or bfloat16 weights, each
+                                # part's room for the rows its products convert
+    Rows x_rows                 # on int8 or bfloat16 weights: x [sL·bS, nIn] converted once
+                                # for the input projections (x_rows.data NULL otherwise)
 
     # The weights: op(Wx) [nIn, G] and op(Wh) [nState, G], op(W) = W or, with
     # weights_transposed, Wᵀ (PyTorch's layout: Wx is [G, ldwx] and Wh [G, ldwh]); leading

@@ -7,6 +7,7 @@
 # one step (a cell) multiplies each weight once: it reads them in place (weights_in_place), as
 # packing them would take longer than that product; so does a call whose copy could not be
 # allocated. No product here calls BLAS.
+from libc.stdint cimport int8_t, int32_t, uint8_t, uint16_t
 from libc.stdlib cimport free
 
 from cells._blas cimport OVERWRITE, real
@@ -56,6 +57,36 @@ cdef extern from "cells/panel.h" nogil:
                          double *C, Py_ssize_t ldc)
 
 
+cdef extern from "cells/lowp.h" nogil:
+    # A prepared net's int8 and bfloat16 weights (its numeric model and layouts are there).
+    enum: CELLS_LOWP_Q8_K_MAX      # the most inputs (K) an int8 product sums exactly
+    size_t cells_lowp_q8_len(Py_ssize_t K, Py_ssize_t n)
+    size_t cells_lowp_bf16_len(Py_ssize_t K, Py_ssize_t n)
+    Py_ssize_t cells_lowp_q8_row(Py_ssize_t K)
+    Py_ssize_t cells_lowp_bf16_row(Py_ssize_t K)
+    void cells_lowp_q8_pack(Py_ssize_t K, Py_ssize_t n, const float *W, Py_ssize_t ldw,
+                            int transW, int8_t *P8, float *s_w, int32_t *colsum)
+    void cells_lowp_bf16_pack(Py_ssize_t K, Py_ssize_t n, const float *W, Py_ssize_t ldw,
+                              int transW, uint16_t *PB)
+    void cells_lowp_q8_rows(Py_ssize_t M, Py_ssize_t K, const float *A, Py_ssize_t lda,
+                            uint8_t *QA, Py_ssize_t ldq, float *s_a, int32_t *zp)
+    void cells_lowp_bf16_rows(Py_ssize_t M, Py_ssize_t K, const float *A, Py_ssize_t lda,
+                              uint16_t *AB, Py_ssize_t ldb)
+    void cells_lowp_q8_gemm(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const uint8_t *QA,
+                            Py_ssize_t ldq, const float *s_a, const int32_t *zp,
+                            const int8_t *P8, const float *s_w, const int32_t *colsum,
+                            const float *bias, int flags, float *C, Py_ssize_t ldc)
+    void cells_lowp_bf16_gemm(Py_ssize_t M, Py_ssize_t n, Py_ssize_t K, const uint16_t *AB,
+                              Py_ssize_t ldb, const uint16_t *PB, const float *bias, int flags,
+                              float *C, Py_ssize_t ldc)
+
+
+# What a PackedWeights holds: panels of the loop's dtype (gemm_panels), or a prepared net's
+# int8 or bfloat16 panels (lowp.h), which multiply float32 rows.
+cdef enum:
+    NATIVE_PANELS, INT8_PANELS, BF16_PANELS
+
+
 # Rows of A per pass of project(): a multiple of the micro-kernel's 6 rows, 96 rows of up to
 # 512 inputs (192 KiB) stay in L2.
 cdef enum:
@@ -73,6 +104,33 @@ cdef struct PackedWeights:
     size_t length       # elements from one packed block to the next (panel.h's panel_len of
                         # the packed width: the columns of a view, panel_columns, may be fewer)
     bint fixed_order    # multiplied in fixed order (gemm_panels_fixed: a prepared net's)
+    int kind            # NATIVE_PANELS, or INT8_PANELS / BF16_PANELS: P then holds lowp.h's
+                        # panels (length bytes or uint16 from block to block), and for int8
+    float *s_w          # [blocks, n0] each column's scale, block k's from k·n0 (a view's
+    int32_t *colsum     # [blocks, n0] columns from its first), and the sum of its int8 weights
+    Py_ssize_t n0       # the columns packed (n of the whole, before any view)
+
+
+# Rows of A converted for a product on int8 or bfloat16 panels (lowp.h): data [M, ld] of
+# uint8 (int8: with each row's scale s_a and zero point zp) or of uint16 (bfloat16).
+cdef struct Rows:
+    int kind            # INT8_PANELS or BF16_PANELS
+    void *data
+    float *s_a
+    int32_t *zp
+    Py_ssize_t ld       # elements from one row to the next
+
+
+# One part's room for the rows its products convert, and what it holds: the M rows of A as
+# they were in phase `converted` of its call. A prepared net's parts convert the rows of a
+# phase (the state, or an intermediate, that every task of the phase multiplies) once for all
+# the tasks they run in it.
+cdef struct RowScratch:
+    Rows rows
+    const void *A
+    Py_ssize_t M
+    long long converted
+    long long phase     # the phase running now: set before its tasks
 
 
 cdef inline size_t _panel_len(const real *tag, Py_ssize_t K, Py_ssize_t n) noexcept nogil:
@@ -91,6 +149,68 @@ cdef inline PackedWeights weights_in_place(const real *B, Py_ssize_t step, Py_ss
     cdef PackedWeights w
     w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB = B, step, ldb, K, n, blocks, transB
     w.P, w.length, w.fixed_order = NULL, 0, False
+    w.kind, w.s_w, w.colsum, w.n0 = NATIVE_PANELS, NULL, NULL, n
+    return w
+
+
+cdef inline Py_ssize_t lowp_row_bytes(Py_ssize_t K) noexcept nogil:
+    """The bytes a row of K inputs takes once converted for a low-precision product: int8's
+    K4 bytes or bfloat16's K2 uint16, whichever is more (a RowScratch serves either)."""
+    return max(cells_lowp_q8_row(K), 2 * cells_lowp_bf16_row(K))
+
+
+cdef inline void convert_rows(Py_ssize_t M, Py_ssize_t K, const float *A, Py_ssize_t lda,
+                              Rows *rows) noexcept nogil:
+    """rows = A [M, K]'s rows converted as rows.kind says, into rows.data (room for M rows of
+    lowp_row_bytes(K)), rows.ld elements apart."""
+    if rows.kind == INT8_PANELS:
+        rows.ld = cells_lowp_q8_row(K)
+        cells_lowp_q8_rows(M, K, A, lda, <uint8_t *>rows.data, rows.ld, rows.s_a, rows.zp)
+    else:
+        rows.ld = cells_lowp_bf16_row(K)
+        cells_lowp_bf16_rows(M, K, A, lda, <uint16_t *>rows.data, rows.ld)
+
+
+cdef inline Rows rows_from(Rows rows, Py_ssize_t i) noexcept nogil:
+    """The converted rows from row i on."""
+    if rows.kind == INT8_PANELS:
+        rows.data = <uint8_t *>rows.data + i * rows.ld
+        rows.s_a, rows.zp = rows.s_a + i, rows.zp + i
+    else:
+        rows.data = <uint16_t *>rows.data + i * rows.ld
+    return rows
+
+
+cdef inline PackedWeights pack_lowp(PackedWeights w, int kind) noexcept nogil:
+    """The float32 weights w (read in place: weights_in_place) packed into int8 or bfloat16
+    panels (`kind`), every block with its scales and column sums after the panels in the one
+    allocation (free it with free_packed()). Out of memory, P stays NULL."""
+    cdef Py_ssize_t k
+    cdef size_t length, panels_bytes
+    if kind == INT8_PANELS:
+        length = cells_lowp_q8_len(w.K, w.n)
+        panels_bytes = w.blocks * length
+    else:
+        length = cells_lowp_bf16_len(w.K, w.n)
+        panels_bytes = w.blocks * length * sizeof(uint16_t)
+    panels_bytes = (panels_bytes + 63) // 64 * 64
+    cdef size_t scales_bytes = (w.blocks * w.n * (sizeof(float) + sizeof(int32_t))
+                                if kind == INT8_PANELS else 0)
+    if posix_memalign(&w.P, 64, max(64, panels_bytes + scales_bytes)) != 0:
+        w.P = NULL
+        return w
+    w.kind, w.length, w.fixed_order, w.n0 = kind, length, True, w.n
+    if kind == INT8_PANELS:
+        w.s_w = <float *>(<char *>w.P + panels_bytes)
+        w.colsum = <int32_t *>(w.s_w + w.blocks * w.n)
+    for k in range(w.blocks):
+        if kind == INT8_PANELS:
+            cells_lowp_q8_pack(w.K, w.n, <const float *>w.B + k * w.step, w.ldb, w.transB,
+                               <int8_t *>w.P + k * length, w.s_w + k * w.n,
+                               w.colsum + k * w.n)
+        else:
+            cells_lowp_bf16_pack(w.K, w.n, <const float *>w.B + k * w.step, w.ldb, w.transB,
+                                 <uint16_t *>w.P + k * length)
     return w
 
 
@@ -146,6 +266,45 @@ cdef inline void gemm_packed(Py_ssize_t M, const real *A, Py_ssize_t lda, Packed
         cells_gemm_nn_d(M, w.n, w.K, A, lda, B, w.ldb, bias, beta, C, ldc)
 
 
+cdef inline void multiply_rows(Py_ssize_t M, Rows rows, PackedWeights w, Py_ssize_t k0,
+                               Py_ssize_t k1, Py_ssize_t step, const float *bias, float *C,
+                               Py_ssize_t ldc) noexcept nogil:
+    """C[:, k·step : k·step + n] = rows·op(B_k) (+ bias[k·step : k·step + n]) for the blocks
+    k0 <= k < k1 of w's int8 or bfloat16 panels: M converted rows (rows.kind is w.kind)."""
+    cdef Py_ssize_t k
+    cdef const float *block_bias
+    for k in range(k0, k1):
+        block_bias = bias + k * step if bias != NULL else NULL
+        if w.kind == INT8_PANELS:
+            cells_lowp_q8_gemm(M, w.n, w.K, <const uint8_t *>rows.data, rows.ld, rows.s_a,
+                               rows.zp, <const int8_t *>w.P + k * w.length, w.s_w + k * w.n0,
+                               w.colsum + k * w.n0, block_bias, 0, C + k * step, ldc)
+        else:
+            cells_lowp_bf16_gemm(M, w.n, w.K, <const uint16_t *>rows.data, rows.ld,
+                                 <const uint16_t *>w.P + k * w.length, block_bias, 0,
+                                 C + k * step, ldc)
+
+
+cdef inline void multiply(Py_ssize_t M, const real *A, Py_ssize_t lda, PackedWeights w,
+                          Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t step, const real *bias,
+                          real *C, Py_ssize_t ldc, RowScratch *scratch) noexcept nogil:
+    """C[:, k·step : k·step + n] = A[M, K]·op(B_k) (+ bias[k·step : k·step + n]) for the
+    blocks k0 <= k < k1 of w. On int8 or bfloat16 panels (float32 only), A's rows are
+    converted into `scratch` (room for M rows) once per phase: a part's later tasks of the
+    phase find them there."""
+    cdef Py_ssize_t k
+    if real is float and w.kind != NATIVE_PANELS:
+        if not (scratch.A == A and scratch.M == M and scratch.converted == scratch.phase):
+            scratch.rows.kind = w.kind
+            convert_rows(M, w.K, A, lda, &scratch.rows)
+            scratch.A, scratch.M, scratch.converted = A, M, scratch.phase
+        multiply_rows(M, scratch.rows, w, k0, k1, step, bias, C, ldc)
+        return
+    for k in range(k0, k1):
+        gemm_packed(M, A, lda, w, k, OVERWRITE, C + k * step, ldc,
+                    bias + k * step if bias != NULL else NULL)
+
+
 cdef inline void project(Py_ssize_t rows,
                          const real *A,      # [rows, lda]
                          Py_ssize_t lda, PackedWeights w,
@@ -153,16 +312,24 @@ cdef inline void project(Py_ssize_t rows,
                          real *C,            # [rows, ldc]: block k's n columns from k·step
                          Py_ssize_t ldc, Py_ssize_t step) noexcept nogil:
     """C[:, k·step : k·step + n] = A·op(B_k) (+ bias[k·step : k·step + n]) for every block k
-    of w: an input projection of many steps at once. It runs PROJECT_ROWS rows at a time
-    through every block, so that those rows of A stay in cache while the blocks' panels pass
-    over them."""
-    cdef Py_ssize_t chunk, i0, k, m
+    of w (panels of A's dtype): an input projection of many steps at once. It runs
+    PROJECT_ROWS rows at a time through every block, so that those rows of A stay in cache
+    while the blocks' panels pass over them."""
+    cdef Py_ssize_t chunk, i0, m
     for chunk in range((rows + PROJECT_ROWS - 1) // PROJECT_ROWS):
         i0 = chunk * PROJECT_ROWS
         m = min(PROJECT_ROWS, rows - i0)
-        for k in range(w.blocks):
-            gemm_packed(m, A + i0 * lda, lda, w, k, OVERWRITE, C + i0 * ldc + k * step, ldc,
-                        bias + k * step if bias != NULL else NULL)
+        multiply(m, A + i0 * lda, lda, w, 0, w.blocks, step, bias, C + i0 * ldc, ldc, NULL)
+
+
+cdef inline void project_rows(Py_ssize_t M, Rows rows, PackedWeights w, const float *bias,
+                              float *C, Py_ssize_t ldc, Py_ssize_t step) noexcept nogil:
+    """project() of M rows already converted for w's int8 or bfloat16 panels."""
+    cdef Py_ssize_t chunk, i0
+    for chunk in range((M + PROJECT_ROWS - 1) // PROJECT_ROWS):
+        i0 = chunk * PROJECT_ROWS
+        multiply_rows(min(PROJECT_ROWS, M - i0), rows_from(rows, i0), w, 0, w.blocks, step,
+                      bias, C + i0 * ldc, ldc)
 
 
 cdef inline PackedWeights panel_columns(const real *tag, PackedWeights w, Py_ssize_t j0,
@@ -170,7 +337,13 @@ cdef inline PackedWeights panel_columns(const real *tag, PackedWeights w, Py_ssi
     """The columns [j0, j0 + n) of every block of w, packed (j0 a multiple of the panel width,
     panel.h's panel_width: whole panels): a view of w's copy, which threads share (`tag` picks
     the dtype). Nothing to free."""
-    w.P = <real *>w.P + j0 * w.K
+    if w.kind == INT8_PANELS:
+        w.P = <int8_t *>w.P + j0 * cells_lowp_q8_row(w.K)
+        w.s_w, w.colsum = w.s_w + j0, w.colsum + j0
+    elif w.kind == BF16_PANELS:
+        w.P = <uint16_t *>w.P + j0 * cells_lowp_bf16_row(w.K)
+    else:
+        w.P = <real *>w.P + j0 * w.K
     w.n = n
     return w
 

@@ -123,13 +123,18 @@ class PreparedNet:
         Inputs, units and state columns (nState = nProj for an LSTM with Wproj, else nOut).
     dtype : numpy.dtype
         float32 or float64: x and the state must have it.
+    weights : str
+        What its packed weights hold: "float32" or "float64" (the weights' dtype, as given),
+        "int8" or "bfloat16" (prepared with ``weights="int8"`` or ``"bfloat16"``).
     nbytes : int
-        The memory the net holds: its packed weights and its copies of the biases.
+        The memory the net holds: its packed weights (with their scales) and its copies of
+        the biases.
     options : dict
         The options it was prepared with (prepare's keywords).
     """
 
-    __slots__ = ("family", "State", "nIn", "nOut", "nState", "dtype", "nbytes", "options",
+    __slots__ = ("family", "State", "nIn", "nOut", "nState", "dtype", "weights", "nbytes",
+                 "options",
                  "_weights", "_loop", "_n_threads", "_cell_state", "_row_work")
 
     # What a call returns (for PreparedWeights.call).
@@ -138,7 +143,7 @@ class PreparedNet:
     def __init__(self, family, State, weights, loop, options):
         self.family, self.State, self._weights, self._loop = family, State, weights, loop
         self.nIn, self.nOut, self.nState = weights.nIn, weights.nOut, weights.nState
-        self.dtype, self.nbytes = weights.dtype, weights.nbytes
+        self.dtype, self.nbytes, self.weights = weights.dtype, weights.nbytes, weights.weights_kind
         self.options = dict(options)
         self._n_threads = options["n_threads"]
         self._cell_state = len(State._fields) == 2
@@ -147,9 +152,14 @@ class PreparedNet:
 
     def __repr__(self):
         return (f"PreparedNet(family={self.family!r}, nIn={self.nIn}, nOut={self.nOut}, "
-                f"nState={self.nState}, dtype={self.dtype}, nbytes={self.nbytes})")
+                f"nState={self.nState}, dtype={self.dtype}, weights={self.weights!r}, "
+                f"nbytes={self.nbytes})")
 
     def __reduce__(self):
+        if self.options["weights"] is not None:
+            return _restore_packed, (self.family, self.State, self._loop, self.options,
+                                     self.nIn, self.nOut, self.nState, self._weights.b,
+                                     self._weights.P, self._weights.packed_state())
         Wx, Wh, Wproj = self._weights.weights()
         return _restore, (self.family, self.State, self._loop, self.options, Wx, Wh,
                           self._weights.b, self._weights.P, Wproj)
@@ -304,6 +314,20 @@ def _restore(family, State, loop, options, Wx, Wh, b, P, Wproj):
     return PreparedNet(family, State, weights, loop, options)
 
 
+def _restore_packed(family, State, loop, options, nIn, nOut, nState, b, P, packed_state):
+    """A PreparedNet on int8 or bfloat16 weights from what __reduce__ saved: the bytes of its
+    panels, copied into those of a net of the same options (packed from zeros)."""
+    G = nOut * _gates(loop)
+    projected = packed_state[2] is not None
+    weights = _time_loop.prepare(loop["family"], nIn, nOut, dtype=np.float32,
+                                 Wx=np.zeros((nIn, G), np.float32),
+                                 Wh=np.zeros((nState, G), np.float32), b=b, P=P,
+                                 Wproj=np.zeros((nOut, nState), np.float32) if projected else None,
+                                 nProj=nState, weights=options["weights"],
+                                 packed_state=packed_state, **_loop_options(loop))
+    return PreparedNet(family, State, weights, loop, options)
+
+
 def _gates(loop):
     return _time_loop.family(loop["family"]).gates
 
@@ -323,6 +347,14 @@ def prepare_net(family, State, options, loop_family, nIn, nOut, dtype, *, Wx=Non
     if min(nIn, nOut, nState) < 1:
         raise ValueError(f"a prepared net needs nIn, nOut and nState of at least 1, got "
                          f"nIn={nIn}, nOut={nOut}, nState={nState}")
+    kind = options["weights"]
+    if kind is not None and dtype != np.float32:
+        raise TypeError(f"weights={kind!r} packs float32 weights (for float32 inputs and "
+                        f"states), got {dtype} weights")
+    if kind == "int8" and max(nIn, nOut, nState) > _time_loop.INT8_K_MAX:
+        raise ValueError(f"weights='int8': a product sums at most {_time_loop.INT8_K_MAX} "
+                         f"inputs exactly in int32, got nIn={nIn}, nOut={nOut}, "
+                         f"nState={nState}")
     transposed = False
     if W is None:
         transposed, Wx, Wh = _weights_as_read(Wx, Wh)
@@ -330,16 +362,20 @@ def prepare_net(family, State, options, loop_family, nIn, nOut, dtype, *, Wx=Non
                                  W=None if W is None else np.ascontiguousarray(W),
                                  weights_transposed=transposed, b=b, P=P,
                                  Wproj=None if Wproj is None else np.ascontiguousarray(Wproj),
-                                 nProj=nState, **loop)
+                                 nProj=nState, weights=kind, **loop)
     return PreparedNet(family, State, weights, dict(loop, family=loop_family), options)
 
 
+# prepare's `weights`: None keeps the weights' dtype; "int8" and "bfloat16" pack float32
+# weights into int8 or bfloat16 panels (include/cells/lowp.h states the numeric model).
+WEIGHT_KINDS = (None, "int8", "bfloat16")
+
+
 def weights_option(weights):
-    """prepare's `weights`: None (the weights' own dtype) is the one kind this version
-    packs."""
-    if weights is not None:
-        raise ValueError(f"weights: expected None (keep the weights' dtype, float32 or "
-                         f"float64), got {weights!r}")
+    """prepare's `weights`, checked: one of WEIGHT_KINDS."""
+    if not (weights is None or isinstance(weights, str) and weights in WEIGHT_KINDS):
+        raise ValueError(f"weights: expected None (keep the weights' dtype), 'int8' or "
+                         f"'bfloat16', got {weights!r}")
     return weights
 
 

@@ -46,8 +46,9 @@ a call spans, nor the thread that computes it.
 """
 cimport numpy as cnp
 from libc.math cimport INFINITY
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, real
 from cells._families cimport (
@@ -66,8 +67,10 @@ from cells._team cimport (
     cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
-    CELLS_PANEL_TN_C_BYTES, CELLS_PANEL_WIDTH_D, CELLS_PANEL_WIDTH_F, PackedWeights, free_packed, gemm_packed, pack_weights,
-    panel_columns, project, weights_in_place,
+    BF16_PANELS, CELLS_LOWP_Q8_K_MAX, CELLS_PANEL_TN_C_BYTES, CELLS_PANEL_WIDTH_D,
+    CELLS_PANEL_WIDTH_F, INT8_PANELS, NATIVE_PANELS, PROJECT_ROWS, PackedWeights, Rows,
+    RowScratch, convert_rows, free_packed, gemm_packed, lowp_row_bytes, multiply, pack_lowp,
+    pack_weights, panel_columns, project, project_rows, rows_from, weights_in_place,
 )
 
 from typing import NamedTuple
@@ -211,13 +214,18 @@ cdef inline void project_chunk(const Loop *L, PackedWeights wx, const real *x, c
     """gx = x·op(Wx) + b at the time indices [tau0, tau0 + steps), rows [r0, r1), the columns
     j0 + [0, wx.n) of each gate block (a thread's units); chunk [steps, bS, G] (gx from time
     index tau0). Whole steps are one product over all of them; the bias is added as the
-    products are stored."""
-    cdef Py_ssize_t bS = L.bS, G = L.G, rows = r1 - r0, k
+    products are stored. On int8 or bfloat16 weights, x's rows come converted (L.x_rows)."""
+    cdef Py_ssize_t bS = L.bS, G = L.G, rows = r1 - r0, k, first
     if rows == bS:
         rows, steps = steps * bS, 1
     for k in range(steps):
-        project(rows, x + ((tau0 + k) * bS + r0) * L.nIn, L.nIn, wx, offset(b, j0),
-                chunk + (k * bS + r0) * G + j0, G, L.nOut)
+        first = (tau0 + k) * bS + r0
+        if real is float and L.x_rows.data != NULL:
+            project_rows(rows, rows_from(L.x_rows, first), wx, offset(b, j0),
+                         chunk + (k * bS + r0) * G + j0, G, L.nOut)
+        else:
+            project(rows, x + first * L.nIn, L.nIn, wx, offset(b, j0),
+                    chunk + (k * bS + r0) * G + j0, G, L.nOut)
 
 
 cdef enum:
@@ -232,19 +240,23 @@ cdef enum:
 
 cdef struct Task:
     # A share of the forward's work and the weights it multiplies: a part's own (its packed
-    # columns), or one a prepared net's call claims (views of whole panels).
+    # columns), or one a prepared net's call claims (views of whole panels), with the room of
+    # the part that runs it for the rows it converts (int8 or bfloat16 weights; else NULL).
     Share s
     PackedWeights wx, wh, wproj
+    RowScratch *scratch
 
 
-cdef inline Task prepared_task(const Loop *L, Py_ssize_t task, Py_ssize_t tasks,
+cdef inline Task prepared_task(const Loop *L, cells_part me, Py_ssize_t task, Py_ssize_t tasks,
                                real zero) noexcept nogil:
-    """Task `task` of `tasks` of a prepared net's step: a block of the rows where L.rows_split,
-    else a block of whole panels of the units (and of the state columns)."""
+    """Task `task` of `tasks` of a prepared net's step, run by part `me`: a block of the rows
+    where L.rows_split, else a block of whole panels of the units (and of the state
+    columns)."""
     cdef cells_part part
     part.part, part.nparts = task, tasks
     cdef Task w
     w.s = part_share(L, part)
+    w.scratch = L.row_scratch + me.part if L.row_scratch != NULL else NULL
     w.wx = panel_columns(&zero, L.prepared.wx, w.s.j0, w.s.n)
     w.wh = panel_columns(&zero, L.prepared.wh, w.s.j0, w.s.n)
     w.wproj = panel_columns(&zero, L.prepared.wproj, w.s.s0, w.s.ns)
@@ -312,8 +324,8 @@ cdef void forward_stage(const Loop *L, const Task *w, Py_ssize_t t, int stage,
     cdef real *out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
 
     if stage == PROJECTION:
-        gemm_packed(r1 - r0, ms + r0 * nOut, nOut, w.wproj, 0, OVERWRITE,
-                    hnxt + r0 * nState + s0, nState)
+        multiply(r1 - r0, ms + r0 * nOut, nOut, w.wproj, 0, 1, 0, NULL,
+                 hnxt + r0 * nState + s0, nState, w.scratch)
     else:
         if stage == PHASE_0:
             if t == t0:  # gx = x·op(Wx) + b for the chunk's steps, the share's columns
@@ -322,8 +334,7 @@ cdef void forward_stage(const Loop *L, const Task *w, Py_ssize_t t, int stage,
             k0, k1, A, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
         else:
             k0, k1, A, lda = fam.h_blocks, fam.gates, aux + r0 * nOut, nOut
-        for k in range(k0, k1):
-            gemm_packed(r1 - r0, A, lda, w.wh, k, OVERWRITE, gh + r0 * G + k * nOut + j0, G)
+        multiply(r1 - r0, A, lda, w.wh, k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
         for row in range(r0, r1):
             length = row_len(L.seq_len, row, sL)
             if t < length:
@@ -393,6 +404,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef int stage
     cdef Task mine
     mine.s = part_share(L, me)
+    mine.scratch = NULL
     cdef Py_ssize_t rows = mine.s.r1 - mine.s.r0
     mine.wh = gate_column_weights(L, rows, Wh, L.ldwh, L.nState, fam.gates, mine.s.j0,
                                   mine.s.n)
@@ -427,10 +439,12 @@ cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcep
     if L.rows_split:
         task = cells_claim(L.claims, 0, L.tasks)
         while task >= 0:
-            w = prepared_task(L, task, L.tasks, zero)
+            w = prepared_task(L, me, task, L.tasks, zero)
             for t in range(L.sL):
                 for stage in range(PHASE_0, last_stage(L) + 1):
                     if has_stage(L, stage):
+                        new_phase(L, me, phase)
+                        phase += 1
                         forward_stage(L, &w, t, stage, zero)
             final_state(L, &w.s, zero)
             cells_claim_finished(L.claims)
@@ -444,6 +458,13 @@ cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcep
     claimed_phase(L, me, phase, L.sL, FINAL_STATE, zero)
 
 
+cdef inline void new_phase(const Loop *L, cells_part me, long long phase) noexcept nogil:
+    """Tell part me's converted rows (on int8 or bfloat16 weights) that phase `phase` begins:
+    the rows it converted before are of an earlier phase."""
+    if L.row_scratch != NULL:
+        L.row_scratch[me.part].phase = phase
+
+
 cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_t t, int stage,
                         real zero) noexcept nogil:
     """Phase `phase` of a prepared net's call where the units split: the tasks of stage `stage`
@@ -451,8 +472,9 @@ cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_
     the wait for the others' (claims.h)."""
     cdef Task w
     cdef Py_ssize_t task = cells_claim(L.claims, phase, L.tasks)
+    new_phase(L, me, phase)
     while task >= 0:
-        w = prepared_task(L, task, L.tasks, zero)
+        w = prepared_task(L, me, task, L.tasks, zero)
         if stage == FINAL_STATE:
             final_state(L, &w.s, zero)
         else:
@@ -828,6 +850,7 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
         (L.options.out_act.code, L.options.out_act.alpha, L.options.out_act.beta) = lstm_acts
     set_seq_len(L, seq_len)
     L.unit_align, L.prepared, L.claims, L.tasks = UNIT_ALIGN, NULL, NULL, 0
+    L.row_scratch, L.x_rows.data = NULL, NULL
     L.weights_transposed = W is not None or weights_transposed
     if W is not None:
         # W [G, nOut + nIn] (PyTorch's layout), columns h then x: op(Wh) = W[:, :nOut]ᵀ.
@@ -983,21 +1006,38 @@ def family(str name):
 
 cdef bint pack_prepared(Loop *L, real zero) noexcept nogil:
     """Pack L's weights whole into L.prepared (op(Wx) and op(Wh) gate block by gate block, and
-    Wproj), for the fixed-order products; False where memory ran out."""
+    Wproj), for the fixed-order products, into the panels L.prepared.kind says; False where
+    memory ran out."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Prepared *w = <Prepared *>L.prepared
-    w.wx = gate_column_weights(L, 0, <const real *>L.Wx, L.ldwx, L.nIn, fam.gates, 0, L.nOut)
-    w.wh = gate_column_weights(L, 0, <const real *>L.Wh, L.ldwh, L.nState, fam.gates, 0,
-                               L.nOut)
-    w.wproj = weights_in_place(<const real *>NULL, 0, 0, 0, 0, 0, AS_IS)
+    cdef const real *Wx = <const real *>L.Wx
+    cdef const real *Wh = <const real *>L.Wh
+    if L.weights_transposed:
+        w.wx = weights_in_place(Wx, L.nOut * L.ldwx, fam.gates, L.nIn, L.nOut, L.ldwx, TRANSPOSED)
+        w.wh = weights_in_place(Wh, L.nOut * L.ldwh, fam.gates, L.nState, L.nOut, L.ldwh,
+                                TRANSPOSED)
+    else:
+        w.wx = weights_in_place(Wx, L.nOut, fam.gates, L.nIn, L.nOut, L.ldwx, AS_IS)
+        w.wh = weights_in_place(Wh, L.nOut, fam.gates, L.nState, L.nOut, L.ldwh, AS_IS)
+    w.wproj = weights_in_place(<const real *>L.Wproj, 0, 1, L.nOut, L.nState, L.nState, AS_IS)
+    w.wx = pack_whole(w.wx, w.kind, zero)
+    w.wh = pack_whole(w.wh, w.kind, zero)
     if L.Wproj != NULL:
-        w.wproj = call_weights(L, 0, <const real *>L.Wproj, 0, 1, L.nOut, L.nState, L.nState,
-                               AS_IS)
+        w.wproj = pack_whole(w.wproj, w.kind, zero)
     # Only the packed copies are read from here on: the caller's arrays may change.
     w.wx.B = w.wh.B = w.wproj.B = NULL
-    w.wx.fixed_order = w.wh.fixed_order = w.wproj.fixed_order = True
     return (w.wx.P != NULL and w.wh.P != NULL
             and (L.Wproj == NULL or w.wproj.P != NULL))
+
+
+cdef inline PackedWeights pack_whole(PackedWeights w, int kind, real zero) noexcept nogil:
+    """w (read in place) packed for a prepared net's fixed-order products: panels of the dtype
+    of `zero`, or int8 or bfloat16 panels (`kind`, float32 weights)."""
+    if kind != NATIVE_PANELS:
+        return pack_lowp(w, kind)
+    w = pack_weights(<const real *>w.B, w.step, w.blocks, w.K, w.n, w.ldb, w.transB)
+    w.fixed_order = True
+    return w
 
 
 cdef Py_ssize_t aligned_elements(Py_ssize_t n, Py_ssize_t itemsize) noexcept nogil:
@@ -1014,6 +1054,7 @@ cdef class PreparedWeights:
     cdef Loop problem
     cdef Prepared packed
     cdef readonly object dtype, b, P
+    cdef readonly str weights_kind  # what the panels hold: the dtype's name, "int8", "bfloat16"
     cdef readonly Py_ssize_t nIn, nOut, nState, G
     cdef readonly size_t nbytes  # of the packed weights, b and P
 
@@ -1130,7 +1171,12 @@ cdef class PreparedWeights:
         L.aux = <char *>L.cs + cs_len * itemsize
         L.ms = <char *>L.aux + aux_len * itemsize
         L.c = L.m = NULL
-        # The tasks the parts claim: blocks of MIN_ROWS_PER_THREAD rows, or of whole panels
+        # On int8 or bfloat16 panels: x converted once, and each part's room for the rows its
+        # products convert (at most bS of a step, of nState or nOut inputs).
+        cdef char *lowp = NULL
+        if self.packed.kind != NATIVE_PANELS:
+            lowp = self._lowp_scratch(&L)
+        # The tasks the parts claim        # The tasks the parts claim: blocks of MIN_ROWS_PER_THREAD rows, or of whole panels
         # of the units.
         L.tasks = (max(1, bS // MIN_ROWS_PER_THREAD) if L.rows_split
                    else (L.nOut + L.unit_align - 1) // L.unit_align)
@@ -1143,11 +1189,50 @@ cdef class PreparedWeights:
                                     &L)
             cells_claims_destroy(&claims)
         free(scratch)
+        free(lowp)
+
+    cdef char *_lowp_scratch(self, Loop *L) except NULL:
+        """The scratch of a call on int8 or bfloat16 panels, in one block (free it): L.x_rows,
+        x converted (here), and L.row_scratch, each part's room for the rows it converts."""
+        cdef Py_ssize_t xM = L.sL * L.bS, x_ld = lowp_row_bytes(L.nIn)
+        cdef Py_ssize_t part_ld = lowp_row_bytes(max(L.nOut, L.nState))
+        cdef Py_ssize_t x_bytes = (xM * x_ld + xM * 8 + 63) // 64 * 64
+        cdef Py_ssize_t part_bytes = (L.bS * part_ld + L.bS * 8 + 63) // 64 * 64
+        cdef Py_ssize_t head = (L.n_threads * sizeof(RowScratch) + 63) // 64 * 64
+        cdef char *block = <char *>malloc(head + x_bytes + L.n_threads * part_bytes + 64)
+        if block == NULL:
+            raise MemoryError("the scratch of a prepared net's call")
+        cdef char *at = block + (64 - <size_t>block % 64) % 64
+        L.row_scratch = <RowScratch *>at
+        at += head
+        L.x_rows = rows_at(at, xM, x_ld, self.packed.kind)
+        with nogil:
+            convert_rows(xM, L.nIn, <const float *>L.x, L.nIn, &L.x_rows)
+        at += x_bytes
+        cdef int part
+        for part in range(L.n_threads):
+            L.row_scratch[part].rows = rows_at(at + part * part_bytes, L.bS, part_ld,
+                                               self.packed.kind)
+            L.row_scratch[part].A = NULL
+            L.row_scratch[part].converted = -1
+        return block
+
+    def packed_state(self):
+        """The bytes of the int8 or bfloat16 panels of op(Wx), op(Wh) and Wproj (None without
+        one), as packed (with their scales and column sums): what prepare(packed_state=...)
+        restores bit for bit."""
+        cdef PackedWeights *w
+        cdef int i
+        state = []
+        for i in range(3):
+            w = prepared_matrix(&self.packed, i)
+            state.append(None if w.P == NULL else (<char *>w.P)[:packed_bytes(w[0], 4)])
+        return tuple(state)
 
     def weights(self):
         """(Wx, Wh, Wproj): op(Wx) [nIn, G], op(Wh) [nState, G] and Wproj [nOut, nState]
-        (None without one) unpacked from the panels: the weights the net multiplies, as new
-        C-ordered arrays."""
+        (None without one) unpacked from the panels of the net's dtype: the weights the net
+        multiplies, as new C-ordered arrays."""
         return (_unpack(self, &self.packed.wx), _unpack(self, &self.packed.wh),
                 None if self.packed.wproj.P == NULL else _unpack(self, &self.packed.wproj))
 
@@ -1166,12 +1251,21 @@ cdef _unpack(PreparedWeights net, const PackedWeights *w):
                                 .reshape(w.K, w.blocks * w.n))
 
 
+# prepare's `weights`: the panels of each kind; the most inputs an int8 product sums exactly.
+WEIGHT_KINDS = {None: NATIVE_PANELS, "int8": INT8_PANELS, "bfloat16": BF16_PANELS}
+INT8_K_MAX = CELLS_LOWP_Q8_K_MAX
+
+
 def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=None, W=None,
             bint weights_transposed=False, b=None, P=None, Wproj=None, Py_ssize_t nProj=0,
-            double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
+            double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS, weights=None,
+            packed_state=None):
     """The PreparedWeights of `family` (a key of FAMILIES) for the weights and options that
-    forward() takes (checked as it checks them): packed once, with copies of b and P, so that
-    later changes to the caller's arrays do not reach the net."""
+    forward() takes (checked as it checks them): packed once, into panels of the dtype
+    (weights None) or int8 or bfloat16 panels (weights "int8", "bfloat16": float32 weights
+    only), with copies of b and P, so that later changes to the caller's arrays do not reach
+    the net. packed_state: the panels' bytes from packed_state() of a net prepared from the
+    same options, copied over the ones packed from the weights given."""
     cdef PreparedWeights net = PreparedWeights.__new__(PreparedWeights)
     cdef Loop *L = &net.problem
     dtype = np.dtype(dtype)
@@ -1185,6 +1279,8 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
     L.P = data(dtype, "P", net.P, fam.param_blocks * nOut)
     L.unit_align = CELLS_PANEL_WIDTH_F if dtype == np.float32 else CELLS_PANEL_WIDTH_D
     L.prepared = &net.packed
+    net.packed.kind = WEIGHT_KINDS[weights]
+    net.weights_kind = dtype.name if weights is None else weights
     cdef bint packed
     cdef bint single = dtype == np.float32
     with nogil:
@@ -1195,9 +1291,45 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
     L.Wx = L.Wh = L.Wproj = NULL
     if not packed:
         raise MemoryError(f"packing the weights of a {family} net (nIn={nIn}, nOut={nOut})")
-    net.nbytes = ((net.packed.wx.blocks * net.packed.wx.length
-                   + net.packed.wh.blocks * net.packed.wh.length
-                   + (net.packed.wproj.blocks * net.packed.wproj.length
-                      if net.packed.wproj.P != NULL else 0)) * dtype.itemsize
-                  + (0 if net.b is None else net.b.nbytes) + (0 if net.P is None else net.P.nbytes))
+    cdef PackedWeights *matrix
+    cdef const char *saved
+    cdef int i
+    net.nbytes = (0 if net.b is None else net.b.nbytes) + (0 if net.P is None else net.P.nbytes)
+    for i in range(3):
+        matrix = prepared_matrix(&net.packed, i)
+        if matrix.P != NULL:
+            net.nbytes += packed_bytes(matrix[0], dtype.itemsize)
+        if packed_state is None:
+            continue
+        state = packed_state[i]
+        if (state is None) != (matrix.P == NULL) or (
+                state is not None and len(state) != packed_bytes(matrix[0], dtype.itemsize)):
+            raise ValueError("packed_state: not the panels of a net of these options")
+        if state is not None:
+            saved = state
+            memcpy(matrix.P, saved, len(state))
     return net
+
+
+cdef Rows rows_at(char *at, Py_ssize_t M, Py_ssize_t row_bytes, int kind) noexcept nogil:
+    """Rows of `kind` in the memory at `at`: M rows of row_bytes, then each row's s_a and zp."""
+    cdef Rows rows
+    rows.kind, rows.data, rows.ld = kind, at, 0
+    rows.s_a = <float *>(at + M * row_bytes)
+    rows.zp = <int32_t *>(rows.s_a + M)
+    return rows
+
+
+cdef PackedWeights *prepared_matrix(Prepared *packed, int i):
+    """Matrix i of a prepared net's weights: op(Wx), op(Wh), Wproj."""
+    return &packed.wx if i == 0 else &packed.wh if i == 1 else &packed.wproj
+
+
+cdef size_t packed_bytes(PackedWeights w, Py_ssize_t itemsize):
+    """The bytes of w's packed copy (panels of `itemsize`-byte elements, or int8 panels with
+    their scales and column sums, or bfloat16 panels)."""
+    if w.kind == INT8_PANELS:
+        return (w.blocks * w.length + 63) // 64 * 64 + w.blocks * w.n0 * 8
+    if w.kind == BF16_PANELS:
+        return (w.blocks * w.length * 2 + 63) // 64 * 64
+    return w.blocks * w.length * itemsize

@@ -545,7 +545,7 @@ def gruBlockCellBp(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.nda
 
 
 def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, linear_before_reset: bool = False,
-            n_threads: Optional[int] = None, weights: None = None) -> PreparedNet:
+            n_threads: Optional[int] = None, weights: Optional[str] = None) -> PreparedNet:
     """Prepare a GRU's weights for many inference calls (serving): validated and packed once.
 
     Parameters
@@ -561,8 +561,11 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, linear_before_rese
     n_threads : int or None
         The threads of every call (a call's own n_threads overrides it); None: as many as a
         call's size gains from.
-    weights : None
-        The form the weights are kept in: None keeps their dtype.
+    weights : None, "int8" or "bfloat16"
+        The form the weights are kept in: None keeps their dtype; "int8" (a scale per output
+        column, the inputs of each product quantized per row) or "bfloat16" packs float32
+        weights for float32 calls at a quarter or a half of the bytes (the numeric model: the
+        Serving guide).
 
     Returns
     -------
@@ -573,9 +576,10 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, linear_before_rese
     Raises
     ------
     TypeError
-        An argument that is not a float32/float64 NumPy array, or of another dtype than Wx.
+        An argument that is not a float32/float64 NumPy array, or of another dtype than Wx;
+        float64 weights with ``weights="int8"`` or ``"bfloat16"``.
     ValueError
-        Shapes that do not fit together, or nIn or nOut of 0.
+        Shapes that do not fit together, nIn or nOut of 0, an unknown ``weights``.
 
     Examples
     --------

@@ -441,7 +441,7 @@ _SEQ_NAMES = (("x", "[sL, bS, nIn]"), ("W", "[3S, S+nIn]"), ("b", "[3S]"), ("hI"
 
 
 def prepare(W: np.ndarray, b: np.ndarray, *, n_threads: Optional[int] = None,
-            weights: None = None) -> PreparedNet:
+            weights: Optional[str] = None) -> PreparedNet:
     """Prepare an LLTM's weights for many inference calls (serving): validated and packed once.
 
     Parameters
@@ -453,8 +453,11 @@ def prepare(W: np.ndarray, b: np.ndarray, *, n_threads: Optional[int] = None,
     n_threads : int or None
         The threads of every call (a call's own n_threads overrides it); None: as many as a
         call's size gains from.
-    weights : None
-        The form the weights are kept in: None keeps their dtype.
+    weights : None, "int8" or "bfloat16"
+        The form the weights are kept in: None keeps their dtype; "int8" (a scale per output
+        column, the inputs of each product quantized per row) or "bfloat16" packs float32
+        weights for float32 calls at a quarter or a half of the bytes (the numeric model: the
+        Serving guide).
 
     Returns
     -------
@@ -464,9 +467,10 @@ def prepare(W: np.ndarray, b: np.ndarray, *, n_threads: Optional[int] = None,
     Raises
     ------
     TypeError
-        W or b not a float32/float64 NumPy array, or of different dtypes.
+        W or b not a float32/float64 NumPy array, or of different dtypes; float64 weights
+        with ``weights="int8"`` or ``"bfloat16"``.
     ValueError
-        Shapes that do not fit together, nIn or S of 0.
+        Shapes that do not fit together, nIn or S of 0, an unknown ``weights``.
 
     Examples
     --------

@@ -528,7 +528,7 @@ def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
             gate_beta: float = 0.0, cell_act: int = 0, cell_alpha: float = 0.0,
             cell_beta: float = 0.0, out_act: int = 0, out_alpha: float = 0.0,
             out_beta: float = 0.0, n_threads: Optional[int] = None,
-            weights: None = None) -> PreparedNet:
+            weights: Optional[str] = None) -> PreparedNet:
     """Prepare an LSTM's weights for many inference calls (serving): validated and packed
     once.
 
@@ -548,8 +548,11 @@ def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
     n_threads : int or None
         The threads of every call (a call's own n_threads overrides it); None: as many as a
         call's size gains from.
-    weights : None
-        The form the weights are kept in: None keeps their dtype.
+    weights : None, "int8" or "bfloat16"
+        The form the weights are kept in: None keeps their dtype; "int8" (a scale per output
+        column, the inputs of each product quantized per row) or "bfloat16" packs float32
+        weights for float32 calls at a quarter or a half of the bytes (the numeric model: the
+        Serving guide).
 
     Returns
     -------
@@ -560,9 +563,11 @@ def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
     ------
     TypeError
         An argument that is not a float32/float64 NumPy array (or None where allowed), of
-        another dtype than Wx, or an option of the wrong kind.
+        another dtype than Wx, or an option of the wrong kind; float64 weights with
+        ``weights="int8"`` or ``"bfloat16"``.
     ValueError
-        Shapes that do not fit together, nIn, nOut or nProj of 0, an option out of range.
+        Shapes that do not fit together, nIn, nOut or nProj of 0, an option out of range
+        (an unknown ``weights``).
 
     Examples
     --------

@@ -44,8 +44,16 @@ def blocks(a, n_out):
 # ----------------------------------------------------------------------------------------
 # GRU cell
 # ----------------------------------------------------------------------------------------
-def gru_cell_forward(x, hI, Wx, Wh, b, linear_before_reset=False, return_cache=False):
-    """One GRU step. Returns (gates [bS, 3nOut] = activated (r, u, c), h [bS, nOut])."""
+def matmul(a, w):
+    """The product a @ w: the references' default `product`. A test of low-precision weights
+    passes its own, which rounds or quantizes a and w as the kernels do."""
+    return a @ w
+
+
+def gru_cell_forward(x, hI, Wx, Wh, b, linear_before_reset=False, return_cache=False,
+                     product=matmul):
+    """One GRU step. Returns (gates [bS, 3nOut] = activated (r, u, c), h [bS, nOut]).
+    product(a, w): every product of a row block a by a weight block w."""
     x, hI, Wx, Wh = as64(x), as64(hI), as64(Wx), as64(Wh)
     n_out = hI.shape[1]
     bx, bh = split_bias(b, n_out)
@@ -54,13 +62,13 @@ def gru_cell_forward(x, hI, Wx, Wh, b, linear_before_reset=False, return_cache=F
     bx_r, bx_u, bx_c = blocks(bx, n_out)
     bh_r, bh_u, bh_c = blocks(bh, n_out)
 
-    r = sigmoid(x @ Wx_r + bx_r + hI @ Wh_r + bh_r)
-    u = sigmoid(x @ Wx_u + bx_u + hI @ Wh_u + bh_u)
-    hc = hI @ Wh_c + bh_c  # the recurrent part of the candidate (used by linear-before-reset)
+    r = sigmoid(product(x, Wx_r) + bx_r + product(hI, Wh_r) + bh_r)
+    u = sigmoid(product(x, Wx_u) + bx_u + product(hI, Wh_u) + bh_u)
+    hc = product(hI, Wh_c) + bh_c  # the candidate's recurrent part (linear-before-reset)
     if linear_before_reset:
-        c = np.tanh(x @ Wx_c + bx_c + r * hc)
+        c = np.tanh(product(x, Wx_c) + bx_c + r * hc)
     else:
-        c = np.tanh(x @ Wx_c + bx_c + (r * hI) @ Wh_c + bh_c)
+        c = np.tanh(product(x, Wx_c) + bx_c + product(r * hI, Wh_c) + bh_c)
     h = (1.0 - u) * c + u * hI
     gates = np.concatenate([r, u, c], axis=1)
     if return_cache:

@@ -27,12 +27,17 @@ def elu_grad(z):
 # ----------------------------------------------------------------------------------------
 # the cell
 # ----------------------------------------------------------------------------------------
-def lltm_cell_forward(x, W, b, h, c):
-    """One step. Returns (new_h, new_cell, i, o, n, X, z) as the tutorial's lltm_forward."""
+def lltm_cell_forward(x, W, b, h, c, product=None):
+    """One step. Returns (new_h, new_cell, i, o, n, X, z) as the tutorial's lltm_forward. With
+    product(a, w) (as in gru_reference.gru_cell_forward), z is the sum of the state's and the
+    input's products, each by its block of Wᵀ."""
     x, W, b, h, c = map(as64, (x, W, b, h, c))
     S = h.shape[1]
     X = np.concatenate([h, x], axis=1)
-    z = X @ W.T + b
+    if product is None:
+        z = X @ W.T + b
+    else:
+        z = product(h, W[:, :S].T) + product(x, W[:, S:].T) + b
     i = sigmoid(z[:, :S])
     o = sigmoid(z[:, S:2 * S])
     n = elu(z[:, 2 * S:])

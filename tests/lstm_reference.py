@@ -13,7 +13,7 @@ peepholes Wp in blocks (i, f, o); b, hI, cI, Wp may be None (zeros). With a proj
 """
 import numpy as np
 
-from gru_reference import as64, sigmoid
+from gru_reference import as64, matmul, sigmoid
 
 
 def blocks(a, n_out, k=4):
@@ -36,14 +36,15 @@ def _defaults(x, Wr, b, hI, cI, Wp):
 # LSTM cell
 # ----------------------------------------------------------------------------------------
 def lstm_cell_forward(x, Wx, Wr, b, hI, cI, Wp=None, cell_clip=0.0, return_cache=False,
-                      Wproj=None):
+                      Wproj=None, product=matmul):
     """One LSTM step. Returns (h, c) [bS, nOut] each (h [bS, nProj] with Wproj); with
     return_cache also a dict holding the gates i, f, g, o, c_raw (the cell state before
-    clipping) and m (the output before the projection)."""
+    clipping) and m (the output before the projection). product(a, w) as in
+    gru_reference.gru_cell_forward."""
     x, Wx, Wr = as64(x), as64(Wx), as64(Wr)
     n_out = Wr.shape[1] // 4
     b, hI, cI, Wp = _defaults(x, Wr, b, hI, cI, Wp)
-    zi, zf, zg, zo = blocks(x @ Wx + hI @ Wr + b, n_out)
+    zi, zf, zg, zo = blocks(product(x, Wx) + product(hI, Wr) + b, n_out)
     wpi, wpf, wpo = blocks(Wp, n_out, 3)
     i = sigmoid(zi + wpi * cI)
     f = sigmoid(zf + wpf * cI)
@@ -52,7 +53,7 @@ def lstm_cell_forward(x, Wx, Wr, b, hI, cI, Wp=None, cell_clip=0.0, return_cache
     c = np.clip(c_raw, -cell_clip, cell_clip) if cell_clip > 0 else c_raw
     o = sigmoid(zo + wpo * c)
     m = o * np.tanh(c)
-    h = m if Wproj is None else m @ as64(Wproj)
+    h = m if Wproj is None else product(m, as64(Wproj))
     if return_cache:
         return h, c, dict(i=i, f=f, g=g, o=o, c_raw=c_raw, m=m)
     return h, c

@@ -1,8 +1,9 @@
 """Prepared nets (cells.gru.prepare, cells.lstm.prepare, cells.rnn.prepare, cells.lltm.prepare):
 the values of an independent float64 reference and of the family's time loop; the documented
-guarantee, bit for bit: one answer whatever the split of a sequence into calls, the rows beside
-a row and the thread count; their ownership of the weights, pickling, threads, a forked child,
-`out=`, and bad input.
+guarantee, bit for bit, for every kind of weights (float32, float64, int8, bfloat16): one answer
+whatever the split of a sequence into calls, the rows beside a row and the thread count; their
+ownership of the weights, pickling, threads, a forked child, `out=`, and bad input. (The values
+of int8 and bfloat16 nets: test_prepared_lowp.py.)
 
 The shapes put several panels of the packed weights in every net (nOut = 70: 2 panels of 64
 floats, 3 of 32 doubles), so that 2 and 3 threads split the units differently from 1 (and
@@ -35,10 +36,20 @@ CASES = ["gru_reset_before", "gru_linear_before_reset", "lstm", "lstm_peepholes_
          "lstm_projected", "rnn_tanh", "rnn_relu", "lltm"]
 
 
-def make_case(case, dtype, seed=0):
+@pytest.fixture(params=["float64", "float32", "int8", "bfloat16"])
+def kind(request):
+    """(dtype, weights) of a net: a dtype's own weights, or float32 ones packed as int8 or
+    bfloat16."""
+    if request.param in ("int8", "bfloat16"):
+        return np.dtype(np.float32), request.param
+    return np.dtype(request.param), None
+
+
+def make_case(case, dtype, seed=0, weights=None):
     """(net, weights, reference, time_loop) of a case: `reference(x, state, seq_len)` returns
     the float64 (h, hL, cL or None) of the family's reference on the net's own (dtype-rounded)
-    weights, `time_loop(x, state, seq_len)` the (h, hL or None) of the family's time loop."""
+    weights, `time_loop(x, state, seq_len)` the (h, hL or None) of the family's time loop. With
+    `weights` ("int8", "bfloat16") the net packs them so (and the two others do not apply)."""
     rng = np.random.default_rng(seed)
 
     def r(*shape, scale=0.1):
@@ -47,7 +58,7 @@ def make_case(case, dtype, seed=0):
     if case.startswith("gru"):
         lbr = case.endswith("linear_before_reset")
         Wx, Wh, b = r(nIn, 3 * nOut), r(nOut, 3 * nOut), r(2, 3 * nOut, scale=0.5)
-        net = cells.gru.prepare(Wx, Wh, b, linear_before_reset=lbr)
+        net = cells.gru.prepare(Wx, Wh, b, linear_before_reset=lbr, weights=weights)
 
         def reference(x, state, lengths):
             h, hL = gru_masked_forward(x, state.h, Wx, Wh, b, _lengths(lengths, x), True, lbr)
@@ -64,7 +75,8 @@ def make_case(case, dtype, seed=0):
         Wp = r(3 * nOut, scale=0.5) if peep else None
         Wproj = r(nOut, nProj, scale=0.2) if projected else None
         clip = 0.3 if peep else 0.0
-        net = cells.lstm.prepare(Wx, Wr, b, Wp=Wp, Wproj=Wproj, cell_clip=clip)
+        net = cells.lstm.prepare(Wx, Wr, b, Wp=Wp, Wproj=Wproj, cell_clip=clip,
+                                 weights=weights)
 
         def reference(x, state, lengths):
             return lstm_time_loop_forward(x, Wx, Wr, b, state.h, state.c, Wp, lengths, clip,
@@ -77,7 +89,7 @@ def make_case(case, dtype, seed=0):
     if case.startswith("rnn"):
         act = case[4:]
         Wx, Wh, b = r(nIn, nOut), r(nOut, nOut), r(nOut, scale=0.5)
-        net = cells.rnn.prepare(Wx, Wh, b, activation=act)
+        net = cells.rnn.prepare(Wx, Wh, b, activation=act, weights=weights)
 
         def reference(x, state, lengths):
             h, hL, _ = rnn_seq_forward(x, state.h, Wx, Wh, b, act, lengths)
@@ -88,7 +100,7 @@ def make_case(case, dtype, seed=0):
                                      seq_len=lengths), None
         return net, (Wx, Wh, b), reference, time_loop
     W, b = r(3 * nOut, nOut + nIn), r(3 * nOut, scale=0.5)
-    net = cells.lltm.prepare(W, b)
+    net = cells.lltm.prepare(W, b, weights=weights)
 
     def reference(x, state, lengths):
         return lltm_seq_forward(x, W, b, state.h, state.c, lengths)[:3]
@@ -185,10 +197,10 @@ def test_values_match_the_time_loop(case, dtype):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", CASES)
-def test_the_same_bits_for_any_chunks_and_threads(case, dtype):
+def test_the_same_bits_for_any_chunks_and_threads(case, kind):
     """A whole sequence in one call on 1 thread, against every chunk size 1 .. sL on 1, 2 and 3
     threads (with seq_len too: rows that end inside a chunk)."""
-    net, *_ = make_case(case, dtype)
+    net, *_ = make_case(case, kind[0], weights=kind[1])
     rng = np.random.default_rng(3)
     x, state = inputs(net, rng), random_state(net, bS, rng)
     seq_len = rng.integers(0, sL + 1, bS)
@@ -201,8 +213,8 @@ def test_the_same_bits_for_any_chunks_and_threads(case, dtype):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_row_alone_and_in_any_batch_gives_the_same_bits(case, dtype):
-    net, *_ = make_case(case, dtype)
+def test_a_row_alone_and_in_any_batch_gives_the_same_bits(case, kind):
+    net, *_ = make_case(case, kind[0], weights=kind[1])
     rng = np.random.default_rng(4)
     x, state = inputs(net, rng), random_state(net, bS, rng)
     whole = net(x, state, n_threads=2)   # bS = 20 on 2 threads: the rows split
@@ -252,13 +264,13 @@ def test_attributes_report_the_net():
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_pickled_net_gives_the_same_bits(case, dtype):
-    net, *_ = make_case(case, dtype)
+def test_a_pickled_net_gives_the_same_bits(case, kind):
+    net, *_ = make_case(case, kind[0], weights=kind[1])
     rng = np.random.default_rng(7)
     x, state = inputs(net, rng), random_state(net, bS, rng)
     loaded = pickle.loads(pickle.dumps(net))
-    assert (loaded.family, loaded.nbytes, loaded.options) == (net.family, net.nbytes,
-                                                              net.options)
+    assert ((loaded.family, loaded.weights, loaded.nbytes, loaded.options)
+            == (net.family, net.weights, net.nbytes, net.options))
     assert_same_result(loaded(x, state), net(x, state), f"{case} pickled")
 
 
@@ -381,7 +393,7 @@ def test_bad_weights_are_named_errors_at_prepare():
         (ValueError, r"Wh: expected shape \(2, 6\)", lambda: cells.gru.prepare(
             f32, np.zeros((2, 5), np.float32), np.zeros(6, np.float32))),
         (ValueError, "weights: expected None", lambda: cells.gru.prepare(
-            f32, np.zeros((2, 6), np.float32), np.zeros(6, np.float32), weights="int8")),
+            f32, np.zeros((2, 6), np.float32), np.zeros(6, np.float32), weights="int4")),
         (ValueError, "activation", lambda: cells.rnn.prepare(
             f32[:, :2], np.zeros((2, 2), np.float32), np.zeros(2, np.float32),
             activation="gelu")),

@@ -1,0 +1,177 @@
+"""Prepared nets on int8 and bfloat16 weights (prepare(..., weights="int8" | "bfloat16")): every
+family and option against the family's float64 reference whose products apply exactly the
+documented rounding and quantization (lowp_reference.py), step by step from the net's own
+state, to float32 precision; what the net reports and keeps; pickling; bad options.
+
+The guarantees of one answer however a sequence is asked (chunks, rows, threads) are tested
+for these weights with every other kind, in test_prepared.py."""
+import pickle
+
+import numpy as np
+import pytest
+from gru_reference import gru_cell_forward
+from lltm_reference import lltm_cell_forward
+from lowp_reference import PRODUCTS, bf16, int8_product, int8_weights, one_flip
+from lstm_reference import lstm_cell_forward
+from rnn_reference import rnn_cell_forward
+from test_prepared import CASES, nIn, nOut, nProj, random_state
+
+import cells
+
+KINDS = ["int8", "bfloat16"]
+sL, bS = 6, 5
+# One step from the net's own state, with the products exact: what is left is the float32
+# rounding of the gate math (pre-activations of size <= ~5, a few roundings of 6e-8 relative
+# each, through activations of slope <= 1; the cell state <= ~3): 4e-6 absolute is a margin of
+# about 5 over it, and far below any wrong product (one int8 level moves a pre-activation by
+# about 1e-3, one bfloat16 rounding by about 1e-4).
+TOL = 4e-6
+
+
+def lowp_case(case, kind, seed=0):
+    """(net, step): the net of `case` (test_prepared's CASES) on `kind` weights, and
+    step(x [bS, nIn], state) -> (h, state arrays, allowances): the reference's step from that
+    state with the kind's products, and how far one element of an intermediate product
+    (computed in float32 by the net) may move each state array (h's is the first)."""
+    rng = np.random.default_rng(seed)
+    product = PRODUCTS[kind]
+
+    def r(*shape, scale=0.1):
+        return (rng.normal(size=shape) * scale).astype(np.float32)
+
+    if case.startswith("gru"):
+        lbr = case.endswith("linear_before_reset")
+        Wx, Wh, b = r(nIn, 3 * nOut), r(nOut, 3 * nOut), r(2, 3 * nOut, scale=0.5)
+        net = cells.gru.prepare(Wx, Wh, b, linear_before_reset=lbr, weights=kind)
+
+        def step(x, state):
+            gates, h = gru_cell_forward(x, state.h, Wx, Wh, b, lbr, product=product)
+            # reset-before multiplies r∘h, which the net computes in float32
+            flip = 0 if lbr else one_flip(gates[:, :nOut] * state.h, Wh[:, 2 * nOut:], kind)
+            return h, (h,), (flip,)
+        return net, step
+    if case.startswith("lstm"):
+        projected, peep = case == "lstm_projected", case == "lstm_peepholes_clip"
+        nState = nProj if projected else nOut
+        Wx, Wr, b = r(nIn, 4 * nOut), r(nState, 4 * nOut), r(4 * nOut, scale=0.5)
+        Wp = r(3 * nOut, scale=0.5) if peep else None
+        Wproj = r(nOut, nProj, scale=0.2) if projected else None
+        clip = 0.3 if peep else 0.0
+        net = cells.lstm.prepare(Wx, Wr, b, Wp=Wp, Wproj=Wproj, cell_clip=clip, weights=kind)
+
+        def step(x, state):
+            h, c, cache = lstm_cell_forward(x, Wx, Wr, b, state.h, state.c, Wp, clip,
+                                            return_cache=True, Wproj=Wproj, product=product)
+            # the projection multiplies m, which the net computes in float32
+            flip = 0 if Wproj is None else one_flip(cache["m"], Wproj, kind)
+            return h, (h, c), (flip, 0)
+        return net, step
+    if case.startswith("rnn"):
+        act = case[4:]
+        Wx, Wh, b = r(nIn, nOut), r(nOut, nOut), r(nOut, scale=0.5)
+        net = cells.rnn.prepare(Wx, Wh, b, activation=act, weights=kind)
+
+        def step(x, state):
+            h, _ = rnn_cell_forward(x, state.h, Wx, Wh, b, act, product=product)
+            return h, (h,), (0,)
+        return net, step
+    W, b = r(3 * nOut, nOut + nIn), r(3 * nOut, scale=0.5)
+    net = cells.lltm.prepare(W, b, weights=kind)
+
+    def step(x, state):
+        h, c, *_ = lltm_cell_forward(x, W, b, state.h, state.c, product=product)
+        return h, (h, c), (0, 0)
+    return net, step
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case", CASES)
+def test_values_match_the_reference_with_the_documented_rounding(case, kind):
+    """Each step from the net's state (one-step calls, which give the bits of one whole call:
+    test_prepared.py), against the reference's step with the kind's exact products."""
+    net, step = lowp_case(case, kind)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(sL, bS, nIn)).astype(np.float32)
+    state = random_state(net, bS, rng)
+    for t in range(sL):
+        h, after = net(x[t], state)
+        want_h, want_state, flips = step(x[t], state)
+        assert h.dtype == np.float32
+        assert np.all(np.abs(h - want_h) <= TOL + flips[0]), f"{case} {kind}: step {t}"
+        for got, want, flip in zip(after, want_state, flips):
+            assert np.all(np.abs(got - want) <= TOL + flip), f"{case} {kind}: step {t} state"
+        state = after
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_reference_products_are_not_the_float32_product(kind):
+    """The exact-rounding products the tests hold the nets to differ from the float32 product
+    by far more than TOL: a net that multiplied in float32 would fail them."""
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(4, 50)).astype(np.float32)
+    w = (rng.normal(size=(50, 30)) * 0.1).astype(np.float32)
+    diff = np.abs(PRODUCTS[kind](a, w) - a.astype(np.float64) @ w).max()
+    assert diff > 50 * TOL
+
+
+def test_the_int8_reference_follows_the_formulas_on_known_values():
+    """The reference's quantization on numbers worked out by hand: the column (0.5, -1.27, 0)
+    has s_w = 0.01 and q = (50, -127, 0); the row (-1, 0, 1.55) has s_a = 2.55 / 255 = 0.01,
+    zp = 100, qa = (0, 100, 255)."""
+    q, s_w = int8_weights(np.array([[0.5], [-1.27], [0.0]], np.float32))
+    assert s_w[0] == np.float32(np.float32(1.27) / np.float32(127))
+    assert q[:, 0].tolist() == [50, -127, 0]
+    a = np.array([[-1.0, 0.0, 1.55]], np.float32)
+    w = np.array([[1.0], [2.0], [-0.5]], np.float32)
+    # the product of the quantized values: (0-100)·127 + (100-100)·(2·127/2) + ... in float
+    got = int8_product(a, w)[0, 0]
+    assert abs(got - (-1.0 * 1.0 + 0.0 + 1.55 * -0.5)) < 0.02
+    assert bf16(np.float32(1 + 2 ** -8)) == 1.0          # a tie rounds to even
+    assert bf16(np.float32(1 + 3 * 2 ** -8)) == 1 + 2 ** -6
+    assert bf16(np.float32(1e-39)) == 0.0                 # below FLT_MIN: zero
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_net_reports_what_it_holds(kind):
+    rng = np.random.default_rng(3)
+    Wx, Wr = rng.normal(size=(nIn, 4 * nOut)), rng.normal(size=(nOut, 4 * nOut))
+    Wx, Wr = Wx.astype(np.float32), Wr.astype(np.float32)
+    b = np.zeros(4 * nOut, np.float32)
+    plain = cells.lstm.prepare(Wx, Wr, b)
+    net = cells.lstm.prepare(Wx, Wr, b, weights=kind)
+    assert net.weights == kind and plain.weights == "float32"
+    assert net.dtype == np.float32 and net.options["weights"] == kind
+    assert f"weights='{kind}'" in repr(net)
+    # int8: a byte a weight (and 8 bytes of scale and sum a column); bfloat16: two
+    weight_bytes = net.nbytes - b.nbytes
+    per_weight = 1 if kind == "int8" else 2
+    assert per_weight * (nIn + nOut) * 4 * nOut < weight_bytes < plain.nbytes / (3 - per_weight)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case", ["gru_reset_before", "lstm_projected", "lltm"])
+def test_a_pickled_net_gives_the_same_bits(case, kind):
+    net, _ = lowp_case(case, kind)
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(sL, bS, nIn)).astype(np.float32)
+    state = random_state(net, bS, rng)
+    again = pickle.loads(pickle.dumps(net))
+    assert again.weights == kind and again.nbytes == net.nbytes
+    for got, want in zip(again(x, state), net(x, state)):
+        for a, e in zip(np.atleast_1d(got) if isinstance(got, np.ndarray) else got,
+                        np.atleast_1d(want) if isinstance(want, np.ndarray) else want):
+            assert np.array_equal(a, e)
+
+
+def test_bad_weights_options_are_named_errors():
+    rng = np.random.default_rng(5)
+    Wx, Wh = rng.normal(size=(3, 6)), rng.normal(size=(2, 6))
+    b = np.zeros(6)
+    for bad in ("int4", "float16", 8, np.float32):
+        with pytest.raises(ValueError, match="weights: expected None"):
+            cells.gru.prepare(Wx.astype(np.float32), Wh.astype(np.float32),
+                              b.astype(np.float32), weights=bad)
+    with pytest.raises(TypeError, match="weights='int8' packs float32 weights.*float64"):
+        cells.gru.prepare(Wx, Wh, b, weights="int8")
+    with pytest.raises(TypeError, match="weights='bfloat16' packs float32"):
+        cells.rnn.prepare(Wx[:, :2], Wh[:, :2], b[:2], weights="bfloat16")
