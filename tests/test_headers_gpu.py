@@ -1,5 +1,5 @@
 """The cell headers compile as CUDA: every family header under include/cells (not panel.h,
-team.h and claims.h, which are CPU only) with nvcc, whose point functions are then called from
+team.h, claims.h and the low-precision products' lowp*.h, which are CPU only) with nvcc, whose point functions are then called from
 host and from device code, and with NVRTC (through CuPy), which compiles device code only and
 has no libc headers.
 
@@ -15,9 +15,9 @@ import pytest
 INCLUDE = Path(__file__).resolve().parents[1] / "include"
 
 # The headers a kernel includes: one per family (gru.h, lstm.h, ...); the *_impl.h files,
-# instantiate.h and common.h come through them; panel.h, team.h and claims.h are the CPU time
-# loops' gemm and threads.
-CPU_ONLY = ("panel", "team", "claims")
+# instantiate.h and common.h come through them; panel.h, team.h, claims.h and lowp*.h are the
+# CPU time loops' gemm, threads and int8/bfloat16 products.
+CPU_ONLY = ("panel", "team", "claims", "lowp", "lowp_kernels")
 FAMILY_HEADERS = sorted(
     p.name for p in (INCLUDE / "cells").glob("*.h")
     if not p.stem.endswith("_impl") and p.stem not in ("common", "instantiate", *CPU_ONLY))
