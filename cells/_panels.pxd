@@ -60,12 +60,16 @@ cdef extern from "cells/panel.h" nogil:
 cdef extern from "cells/lowp.h" nogil:
     # A prepared net's int8 and bfloat16 weights (its numeric model and layouts are there).
     enum: CELLS_LOWP_Q8_K_MAX      # the most inputs (K) an int8 product sums exactly
+    enum: CELLS_LOWP_Q8_QMAX       # int8 weights lie in [-QMAX, QMAX]
     size_t cells_lowp_q8_len(Py_ssize_t K, Py_ssize_t n)
     size_t cells_lowp_bf16_len(Py_ssize_t K, Py_ssize_t n)
     Py_ssize_t cells_lowp_q8_row(Py_ssize_t K)
     Py_ssize_t cells_lowp_bf16_row(Py_ssize_t K)
     void cells_lowp_q8_pack(Py_ssize_t K, Py_ssize_t n, const float *W, Py_ssize_t ldw,
                             int transW, int8_t *P8, float *s_w, int32_t *colsum)
+    void cells_lowp_q8_pack_quantized(Py_ssize_t K, Py_ssize_t n, const int8_t *Q,
+                                      Py_ssize_t ldq, int transQ, const float *s, int8_t *P8,
+                                      float *s_w, int32_t *colsum)
     void cells_lowp_bf16_pack(Py_ssize_t K, Py_ssize_t n, const float *W, Py_ssize_t ldw,
                               int transW, uint16_t *PB)
     void cells_lowp_q8_rows(Py_ssize_t M, Py_ssize_t K, const float *A, Py_ssize_t lda,

@@ -337,12 +337,25 @@ def _loop_options(loop):
 
 
 def prepare_net(family, State, options, loop_family, nIn, nOut, dtype, *, Wx=None, Wh=None,
-                W=None, b=None, P=None, Wproj=None, **loop):
+                W=None, b=None, P=None, Wproj=None, quantized=None, **loop):
     """The PreparedNet of `family` (its public name) from the time loop's form of its weights,
     already validated: Wx [nIn, G] and Wh [nState, G] (C-ordered, or both F-ordered: PyTorch's
     layout) or the LLTM's W [G, nOut + nIn], b [G] or None, P and Wproj [nOut, nProj] or None;
     `loop` the loop's options (clip, activation, lstm_acts); `options` the public keywords it
-    was prepared with."""
+    was prepared with.
+
+    quantized (options["weights"] "int8", Wx and Wh None): (qx, sx, qh, sh), weights already
+    quantized to int8, packed as given instead of quantized from float32 ones: qx [nIn, G]
+    and qh [nState, G] int8 in [-127, 127] (the q of op(Wx) and op(Wh)), sx and sh [G] float32
+    (each column's s_w: the weight of q is q·s_w). Packing float32 weights computes such q and
+    s_w (lowp.h); given those, this packs the same panels."""
+    if quantized is not None:
+        if options["weights"] != "int8" or Wx is not None or Wh is not None or W is not None:
+            raise ValueError("quantized: int8 weights as given, with weights='int8' and no "
+                             "float weights")
+        qx, _, qh, _ = quantized
+        Wx = np.zeros(qx.shape, np.float32)   # their values are not used: quantized's are
+        Wh = np.zeros(qh.shape, np.float32)
     nState = nOut if Wproj is None else Wproj.shape[1]
     if min(nIn, nOut, nState) < 1:
         raise ValueError(f"a prepared net needs nIn, nOut and nState of at least 1, got "
@@ -356,13 +369,13 @@ def prepare_net(family, State, options, loop_family, nIn, nOut, dtype, *, Wx=Non
                          f"inputs exactly in int32, got nIn={nIn}, nOut={nOut}, "
                          f"nState={nState}")
     transposed = False
-    if W is None:
+    if W is None and quantized is None:
         transposed, Wx, Wh = _weights_as_read(Wx, Wh)
     weights = _time_loop.prepare(loop_family, nIn, nOut, dtype=dtype, Wx=Wx, Wh=Wh,
                                  W=None if W is None else np.ascontiguousarray(W),
                                  weights_transposed=transposed, b=b, P=P,
                                  Wproj=None if Wproj is None else np.ascontiguousarray(Wproj),
-                                 nProj=nState, weights=kind, **loop)
+                                 nProj=nState, weights=kind, quantized=quantized, **loop)
     return PreparedNet(family, State, weights, dict(loop, family=loop_family), options)
 
 

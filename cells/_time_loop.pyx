@@ -46,7 +46,7 @@ a call spans, nor the thread that computes it.
 """
 cimport numpy as cnp
 from libc.math cimport INFINITY
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int8_t, int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -67,10 +67,11 @@ from cells._team cimport (
     cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
-    BF16_PANELS, CELLS_LOWP_Q8_K_MAX, CELLS_PANEL_TN_C_BYTES, CELLS_PANEL_WIDTH_D,
-    CELLS_PANEL_WIDTH_F, INT8_PANELS, NATIVE_PANELS, PROJECT_ROWS, PackedWeights, Rows,
-    RowScratch, convert_rows, free_packed, gemm_packed, lowp_row_bytes, multiply, pack_lowp,
-    pack_weights, panel_columns, project, project_rows, rows_from, weights_in_place,
+    BF16_PANELS, CELLS_LOWP_Q8_K_MAX, CELLS_LOWP_Q8_QMAX, CELLS_PANEL_TN_C_BYTES,
+    CELLS_PANEL_WIDTH_D, CELLS_PANEL_WIDTH_F, INT8_PANELS, NATIVE_PANELS, PROJECT_ROWS,
+    PackedWeights, Rows, RowScratch, cells_lowp_q8_pack_quantized, convert_rows, free_packed,
+    gemm_packed, lowp_row_bytes, multiply, pack_lowp, pack_weights, panel_columns, project,
+    project_rows, rows_from, weights_in_place,
 )
 
 from typing import NamedTuple
@@ -1259,13 +1260,17 @@ INT8_K_MAX = CELLS_LOWP_Q8_K_MAX
 def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=None, W=None,
             bint weights_transposed=False, b=None, P=None, Wproj=None, Py_ssize_t nProj=0,
             double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS, weights=None,
-            packed_state=None):
+            packed_state=None, quantized=None):
     """The PreparedWeights of `family` (a key of FAMILIES) for the weights and options that
     forward() takes (checked as it checks them): packed once, into panels of the dtype
     (weights None) or int8 or bfloat16 panels (weights "int8", "bfloat16": float32 weights
     only), with copies of b and P, so that later changes to the caller's arrays do not reach
     the net. packed_state: the panels' bytes from packed_state() of a net prepared from the
-    same options, copied over the ones packed from the weights given."""
+    same options, copied over the ones packed from the weights given. quantized (weights
+    "int8", Wx and Wh C-ordered, not transposed): (qx, sx, qh, sh), int8 weights already
+    quantized, op(Wx)'s qx [nIn, G] and op(Wh)'s qh [nState, G] (C-contiguous int8 in
+    [-127, 127]) with their column scales sx, sh [G] (float32), packed over the panels of
+    Wx and Wh (whose values are not used): see _pack_quantized."""
     cdef PreparedWeights net = PreparedWeights.__new__(PreparedWeights)
     cdef Loop *L = &net.problem
     dtype = np.dtype(dtype)
@@ -1291,6 +1296,8 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
     L.Wx = L.Wh = L.Wproj = NULL
     if not packed:
         raise MemoryError(f"packing the weights of a {family} net (nIn={nIn}, nOut={nOut})")
+    if quantized is not None:
+        _pack_quantized(net, quantized, weights_transposed)
     cdef PackedWeights *matrix
     cdef const char *saved
     cdef int i
@@ -1309,6 +1316,45 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
             saved = state
             memcpy(matrix.P, saved, len(state))
     return net
+
+
+cdef _pack_quantized(PreparedWeights net, quantized, bint transposed):
+    """Pack the int8 weights quantized = (qx, sx, qh, sh) over the int8 panels of op(Wx) and
+    op(Wh) of `net` (lowp.h's cells_lowp_q8_pack_quantized): block k of op(Wx) is the columns
+    [k·nOut, (k+1)·nOut) of qx [nIn, G] with those of sx [G] as its scales, and so for op(Wh)
+    and qh [nState, G], sh [G]. The same panels as packing float32 weights whose q and s_w
+    these are."""
+    if net.packed.kind != INT8_PANELS or transposed:
+        raise ValueError("quantized: int8 weights are packed into the int8 panels of a net "
+                         "prepared with weights='int8' from C-ordered Wx and Wh")
+    if not (isinstance(quantized, tuple) and len(quantized) == 4):
+        raise TypeError("quantized: expected a tuple (qx, sx, qh, sh)")
+    cdef PackedWeights *w
+    cdef const int8_t *qd
+    cdef const float *sd
+    cdef Py_ssize_t i, k, G
+    for i, names in enumerate((("qx", "sx"), ("qh", "sh"))):
+        w = prepared_matrix(&net.packed, i)
+        G = w.blocks * w.n
+        q, scales = quantized[2 * i], quantized[2 * i + 1]
+        if not (type(q) is np.ndarray and q.dtype == np.int8 and q.flags.c_contiguous
+                and q.shape == (w.K, G)):
+            raise ValueError(f"quantized: {names[0]} must be a C-contiguous int8 array of "
+                             f"shape {(w.K, G)}")
+        if not (type(scales) is np.ndarray and scales.dtype == np.float32
+                and scales.flags.c_contiguous and scales.shape == (G,)):
+            raise ValueError(f"quantized: {names[1]} must be a C-contiguous float32 array of "
+                             f"shape {(G,)}")
+        if q.size and q.min() < -CELLS_LOWP_Q8_QMAX:
+            raise ValueError(f"quantized: {names[0]} holds -128; int8 weights lie in "
+                             f"[-127, 127]")
+        qd = <const int8_t *>cnp.PyArray_DATA(<cnp.ndarray>q)
+        sd = <const float *>cnp.PyArray_DATA(<cnp.ndarray>scales)
+        with nogil:
+            for k in range(w.blocks):
+                cells_lowp_q8_pack_quantized(w.K, w.n, qd + k * w.n, G, 0, sd + k * w.n,
+                                             <int8_t *>w.P + k * w.length, w.s_w + k * w.n,
+                                             w.colsum + k * w.n)
 
 
 cdef Rows rows_at(char *at, Py_ssize_t M, Py_ssize_t row_bytes, int kind) noexcept nogil:

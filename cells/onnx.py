@@ -6,6 +6,8 @@
     lstm_bp(..., P, dY, dY_h, dY_c, ...)                                -> LstmGrads
     rnn(X, W, R, B, sequence_lens, initial_h, ...)                      -> RnnOutputs(Y, Y_h)
     rnn_bp(X, W, R, B, sequence_lens, initial_h, dY, dY_h, ...)         -> RnnGrads
+    dynamic_quantize_lstm(X, W, R, ..., W_scale, W_zero_point, R_scale, R_zero_point, ...)
+                                                                        -> LstmOutputs
 
 Arguments, attributes, outputs and gate orders are ONNX's. Per direction, with ONNX's products
 Xt·Wᵀ, σ the logistic function, ∘ the elementwise product and Ht-1, Ct-1 the previous states:
@@ -72,14 +74,17 @@ import numpy as np
 
 from cells import _backend
 from cells import _validate as check
+from cells.convert import _LSTM as _LSTM_GATES
+from cells.convert import _ONNX_LSTM, _ONNX_PEEPHOLES, _PEEPHOLES, _reorder
 from cells.convert import (
     _times, gru_from_onnx, gru_to_onnx, lstm_from_onnx, lstm_to_onnx, rnn_from_onnx, rnn_to_onnx,
 )
 from cells.gru import gruTimeLoop, gruTimeLoopBp
-from cells.lstm import lstmLayerTimeLoop, lstmLayerTimeLoopBp
+from cells.lstm import _prepare_quantized, lstmLayerTimeLoop, lstmLayerTimeLoopBp
 from cells.rnn import rnnTimeLoop, rnnTimeLoopBp
 
 __all__ = [
+    "dynamic_quantize_lstm",
     "gru",
     "gru_bp",
     "lstm",
@@ -501,6 +506,144 @@ def lstm(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] = 
     return LstmOutputs(Y, Y_h, Y_c)
 
 
+def dynamic_quantize_lstm(X: np.ndarray, W: np.ndarray, R: np.ndarray,
+                          B: Optional[np.ndarray] = None,
+                          sequence_lens: Optional[np.ndarray] = None,
+                          initial_h: Optional[np.ndarray] = None,
+                          initial_c: Optional[np.ndarray] = None,
+                          P: Optional[np.ndarray] = None, W_scale: Optional[np.ndarray] = None,
+                          W_zero_point: Optional[np.ndarray] = None,
+                          R_scale: Optional[np.ndarray] = None,
+                          R_zero_point: Optional[np.ndarray] = None, *,
+                          direction: str = "forward", layout: int = 0, input_forget: int = 0,
+                          hidden_size: Optional[int] = None,
+                          activations: Optional[Sequence[str]] = None,
+                          activation_alpha: Optional[Sequence[float]] = None,
+                          activation_beta: Optional[Sequence[float]] = None,
+                          clip: Optional[float] = None, n_threads: Optional[int] = None
+                          ) -> LstmOutputs:
+    """ONNX Runtime's ``com.microsoft.DynamicQuantizeLSTM`` on cells' int8 prepared nets.
+
+    The LSTM of :func:`lstm` (same attributes, gate blocks (i, o, f, c), B, P, sequence_lens,
+    initial states, directions and layouts) with int8 weights already quantized, as ONNX
+    Runtime's quantizer (``quantize_dynamic``) writes them: the weight of W[d, k, j] is
+    W[d, k, j]·W_scale[d, j] (per column) or ·W_scale[d] (per tensor), and so for R. cells
+    packs these int8 values and scales as they are (nothing is quantized again) into the int8
+    panels of a prepared net (the Serving guide's numeric model), one net per direction.
+
+    Activations: the float32 rows each product multiplies (X's rows, the state h at each step)
+    are quantized by cells to uint8 **per row** (a scale and zero point for each batch row of
+    each step: a row's result does not depend on the other rows), where ONNX Runtime uses one
+    scale and zero point per tensor (all of X for the input product, the batch's h at each
+    step). The two agree to quantization tolerance, not bit for bit.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, float32
+        [seq_length, batch_size, input_size] (layout 1: [batch_size, seq_length, input_size]).
+    W : numpy.ndarray, int8, [num_directions, input_size, 4*hidden_size]
+        ONNX Runtime's layout: the transpose of ONNX LSTM's W, column j of gate block
+        (i, o, f, c) j // hidden_size. Values in [-127, 127] (the symmetric range cells'
+        kernels use, and ONNX Runtime's quantizer writes).
+    R : numpy.ndarray, int8, [num_directions, hidden_size, 4*hidden_size]
+    B : numpy.ndarray, float32, [num_directions, 8*hidden_size], optional
+        [Wb | Rb]; None: zeros.
+    sequence_lens : numpy.ndarray of int, [batch_size], optional
+        Row b runs its first sequence_lens[b] steps (in [0, seq_length]); None: all.
+    initial_h, initial_c : numpy.ndarray, float32, optional
+        [num_directions, batch_size, hidden_size] (layout 1: [batch_size, num_directions,
+        hidden_size]); None: zeros.
+    P : numpy.ndarray, float32, [num_directions, 3*hidden_size], optional
+        Peepholes (i, o, f); None: none.
+    W_scale, R_scale : numpy.ndarray, float32
+        Required: [num_directions] (a scale per direction's tensor, given to every column) or
+        [num_directions, 4*hidden_size] (per column); finite and > 0.
+    W_zero_point, R_zero_point : numpy.ndarray, int8, optional
+        Shaped as a scale ([num_directions] or [num_directions, 4*hidden_size]); every one
+        must be 0 (cells' int8 weights are symmetric; ONNX Runtime's quantizer writes zeros
+        for int8 weights). None: zeros.
+    direction, layout, hidden_size, activations, activation_alpha, activation_beta, clip,
+    input_forget
+        As :func:`lstm`: only the default activations, no clip, input_forget 0.
+    n_threads : int, optional
+        The threads of each direction's net (None: as many as a call's size gains from).
+
+    Returns
+    -------
+    LstmOutputs
+        ``(Y, Y_h, Y_c)``, float32: Y [seq_length, num_directions, batch_size, hidden_size]
+        (layout 1: [batch_size, seq_length, num_directions, hidden_size]); Y_h, Y_c shaped as
+        initial_h. Y is 0 after a row's sequence_lens; a row of length 0 keeps its initial
+        state in Y_h and Y_c (ONNX Runtime returns zeros), as :func:`lstm`.
+
+    Raises
+    ------
+    TypeError
+        An array that is not a numpy.ndarray of its dtype: X, B, P, the initial states and
+        the scales float32, W and R int8 (uint8 weights, which ONNX Runtime also runs but its
+        quantizer never writes for an LSTM, are refused), the zero points int8; a missing
+        W_scale or R_scale.
+    ValueError
+        A wrong shape (the message names the argument), direction, layout or hidden_size; a
+        nonzero W_zero_point or R_zero_point; a weight of -128; a scale that is not finite
+        and > 0; sequence_lens out of range. Raised before any kernel runs.
+    NotImplementedError
+        An attribute other than its default (activations, activation_alpha, activation_beta,
+        clip, input_forget=1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cells import onnx as co
+    >>> rng = np.random.default_rng(0)
+    >>> T, B_, I, H = 5, 2, 3, 4
+    >>> X = rng.normal(size=(T, B_, I)).astype(np.float32)
+    >>> W = rng.integers(-127, 128, size=(1, I, 4 * H), dtype=np.int8)
+    >>> R = rng.integers(-127, 128, size=(1, H, 4 * H), dtype=np.int8)
+    >>> scale = np.full(1, 0.01, np.float32)          # per tensor: one per direction
+    >>> zero = np.zeros(1, np.int8)
+    >>> Y, Y_h, Y_c = co.dynamic_quantize_lstm(X, W, R, W_scale=scale, W_zero_point=zero,
+    ...                                        R_scale=scale, R_zero_point=zero)
+    >>> Y.shape, Y.dtype, Y_c.shape
+    ((5, 1, 2, 4), dtype('float32'), (1, 2, 4))
+    """
+    _check_input_forget(input_forget)
+    dims, lengths, scales = _check_quantized_call(
+        X, W, R, direction, layout, hidden_size,
+        (activations, activation_alpha, activation_beta, clip),
+        dict(B=B, initial_h=initial_h, initial_c=initial_c, P=P), sequence_lens,
+        dict(W_scale=W_scale, W_zero_point=W_zero_point, R_scale=R_scale,
+             R_zero_point=R_zero_point))
+    H = dims.hidden_size
+    x = np.ascontiguousarray(_time_major(X, dims.layout))
+    Y = _zeros(dims, "Y", X)
+    Y_h, Y_c = _zeros(dims, "Y_h", X), _zeros(dims, "Y_c", X)
+    for d, forward in enumerate(dims.forwards):
+        # ONNX's gate columns (i, o, f, c) in cells' order (i, f, g, o)
+        qx, qr, sx, sr = (np.ascontiguousarray(_reorder(a, _ONNX_LSTM, _LSTM_GATES))
+                          for a in (W[d], R[d],
+                                    np.broadcast_to(scales["W_scale"][d], (4 * H,)),
+                                    np.broadcast_to(scales["R_scale"][d], (4 * H,))))
+        b = None if B is None else _reorder(B[d, :4 * H] + B[d, 4 * H:], _ONNX_LSTM, _LSTM_GATES)
+        Wp = None if P is None else _reorder(P[d], _ONNX_PEEPHOLES, _PEEPHOLES)
+        net = _prepare_quantized(qx, sx, qr, sr, b, Wp=Wp, n_threads=n_threads)
+        state = net.State(np.ascontiguousarray(_initial_state(initial_h, d, dims, X)),
+                          np.ascontiguousarray(_initial_state(initial_c, d, dims, X)))
+        # the reverse direction runs each row's first sequence_lens[b] steps backwards: the
+        # net runs them forwards from a copy of x with those steps reversed, row by row
+        steps = None if forward else _reversed_steps(dims, lengths)
+        xs = x if forward else x[steps, np.arange(dims.batch_size)]
+        h, after = net(xs, state, seq_len=lengths)
+        if not forward:
+            unreversed = np.empty_like(h)
+            unreversed[steps, np.arange(dims.batch_size)] = h
+            h = unreversed
+        _sequence(Y, d, dims.layout)[...] = h
+        _state(Y_h, d, dims.layout)[...] = after.h
+        _state(Y_c, d, dims.layout)[...] = after.c
+    return LstmOutputs(Y, Y_h, Y_c)
+
+
 def lstm_bp(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: Optional[np.ndarray] = None,
             sequence_lens: Optional[np.ndarray] = None, initial_h: Optional[np.ndarray] = None,
             initial_c: Optional[np.ndarray] = None, P: Optional[np.ndarray] = None,
@@ -918,6 +1061,102 @@ def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **opti
     check.seq_len(lengths, seq_length, batch_size, X,
                   names=("sequence_lens", "seq_length", "batch_size"))
     return dims
+
+
+def _check_quantized_call(X, W, R, direction, layout, hidden_size, unsupported, floats,
+                          sequence_lens, quantization):
+    """Check a dynamic_quantize_lstm call, before any kernel runs: its attributes as
+    _check_call does, X and the float32 `floats` (B, initial_h, initial_c, P; None allowed),
+    the int8 W and R, the scales and zero points of `quantization`, sequence_lens. Returns
+    (dims, lengths: None or int64 [batch_size], {W_scale, R_scale}: float32 arrays, each
+    [num_directions] or [num_directions, 4*hidden_size])."""
+    if not isinstance(direction, str) or direction not in _DIRECTIONS:
+        raise ValueError(f"direction: expected one of {list(_DIRECTIONS)}, got {direction!r}")
+    forwards = _DIRECTIONS[direction]
+    activations = _check_unsupported(_LSTM, len(forwards), *unsupported)
+    layout = _binary("layout", layout)
+    for name, a in (("X", X), *floats.items()):
+        if a is None and name != "X":
+            continue
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+        if a.dtype != np.float32:
+            raise TypeError(f"{name}: expected dtype float32 (DynamicQuantizeLSTM runs "
+                            f"float32), got {a.dtype}")
+    for name, a in (("W", W), ("R", R)):
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name}: expected a numpy.ndarray of int8, got "
+                            f"{type(a).__name__}")
+        if a.dtype == np.uint8:
+            raise TypeError(f"{name}: uint8 weights are not supported: cells' int8 weights "
+                            f"are symmetric int8 in [-127, 127] with zero points 0 (what ONNX "
+                            f"Runtime's quantizer writes for an LSTM)")
+        if a.dtype != np.int8:
+            raise TypeError(f"{name}: expected dtype int8, got {a.dtype}")
+    check.ndim("X", X, 3, "[seq_length, batch_size, input_size]" if layout == 0 else
+               "[batch_size, seq_length, input_size] (layout=1)")
+    check.ndim("R", R, 3, "[num_directions, hidden_size, 4*hidden_size]")
+    H = R.shape[1]
+    if hidden_size is not None:
+        if isinstance(hidden_size, bool) or not isinstance(hidden_size, numbers.Integral):
+            raise TypeError(f"hidden_size: expected None or an int, got {hidden_size!r}")
+        if hidden_size != H:
+            raise ValueError(f"hidden_size: expected R's second dimension {H}, got "
+                             f"{hidden_size}")
+    seq_length, batch_size = X.shape[:2] if layout == 0 else X.shape[1::-1]
+    dims = _Dims(_LSTM, seq_length, batch_size, X.shape[2], H, forwards, layout, activations)
+    shapes = _shapes(dims)
+    n, I = len(forwards), X.shape[2]
+    shapes["W"] = ((n, I, 4 * H), "[num_directions, input_size, 4*hidden_size]")
+    shapes["R"] = ((n, H, 4 * H), "[num_directions, hidden_size, 4*hidden_size]")
+    for name, a in (("R", R), ("W", W), *floats.items()):
+        if a is not None:
+            check.shape(name, a, *shapes[name])
+    for name, a in (("W", W), ("R", R)):
+        if a.size and a.min() == -128:
+            raise ValueError(f"{name}: holds -128; cells' int8 weights lie in [-127, 127] "
+                             f"(symmetric, as ONNX Runtime's quantizer writes them)")
+    scales = {}
+    for name in ("W_scale", "R_scale"):
+        scales[name] = _quantization(name, quantization[name], n, H, np.float32)
+        if not np.all(np.isfinite(scales[name]) & (scales[name] > 0)):
+            raise ValueError(f"{name}: expected finite scales > 0, got {scales[name]!r}")
+    for name in ("W_zero_point", "R_zero_point"):
+        zero_point = quantization[name]
+        if zero_point is not None and np.any(_quantization(name, zero_point, n, H, np.int8)):
+            raise ValueError(f"{name}: expected zeros (cells' int8 weights are symmetric: "
+                             f"zero point 0), got {zero_point!r}")
+    lengths = check.seq_len(sequence_lens, seq_length, batch_size, X,
+                            names=("sequence_lens", "seq_length", "batch_size"))
+    return dims, lengths, scales
+
+
+def _quantization(name, a, num_directions, H, dtype):
+    """A scale or zero point of DynamicQuantizeLSTM, checked: a numpy.ndarray of `dtype`,
+    [num_directions] (per tensor) or [num_directions, 4*hidden_size] (per column)."""
+    if a is None:
+        raise TypeError(f"{name}: required (a {np.dtype(dtype)} numpy.ndarray "
+                        f"[num_directions] or [num_directions, 4*hidden_size])")
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+    if a.dtype != dtype:
+        raise TypeError(f"{name}: expected dtype {np.dtype(dtype)}, got {a.dtype}")
+    if a.shape not in ((num_directions,), (num_directions, 4 * H)):
+        raise ValueError(f"{name}: expected shape {(num_directions,)} = [num_directions] (per "
+                         f"tensor) or {(num_directions, 4 * H)} = [num_directions, "
+                         f"4*hidden_size] (per column), got {a.shape}")
+    return a
+
+
+def _reversed_steps(dims, lengths):
+    """[seq_length, batch_size] step indices that reverse each row's first lengths[b] steps
+    (all of them without lengths) and keep its others: x[steps, arange(batch_size)] is what the
+    reverse direction reads in forward order, and a permutation of each column."""
+    t = np.arange(dims.seq_length)[:, None]
+    if lengths is None:
+        return np.broadcast_to(dims.seq_length - 1 - t, (dims.seq_length, dims.batch_size))
+    n = np.asarray(lengths)[None, :]
+    return np.where(t < n, n - 1 - t, t)
 
 
 def _workspaces(workspace, dims):

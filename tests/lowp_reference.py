@@ -6,7 +6,8 @@ the float32 weights w [K, n] as given to prepare, and returns the float32 result
 must produce, element for element, as float64. The family references (gru_reference etc.)
 take them as their `product`.
 
-int8: per column j of w, s_w = fl32(max|w| / 127), q = clamp(rint(fl32(w / s_w)), -127, 127);
+int8: per column j of w, s_w = fl32(max|w| / 127), q = clamp(rint(fl32(w / s_w)), -127, 127)
+(or q and s_w as given: int8_product_quantized);
 per row i of a, lo = min(0, min a), hi = max(0, max a), s_a = fl32(fl32(hi - lo) / 255),
 zp = clamp(rint(fl32(-lo / s_a)), 0, 255), qa = clamp(rint(fl32(a / s_a)) + zp, 0, 255);
 acc = Σ qa·q - zp·Σ q exactly; the result is fl32(fl32(s_a·s_w)·fl32(acc)).
@@ -49,7 +50,16 @@ def int8_rows(a):
 
 def int8_product(a, w):
     """The int8 product of float32 rows a [M, K] and weights w [K, n] (as float64)."""
-    q, s_w = int8_weights(w)
+    return int8_product_quantized(a, *int8_weights(w))
+
+
+def int8_product_quantized(a, q, s_w):
+    """The int8 product of float32 rows a [M, K] and weights given already quantized: q [K, n]
+    (integers in [-127, 127]) with their column scales s_w [n] (float32), as float64: what a
+    net packed from them (cells.onnx.dynamic_quantize_lstm's) computes; int8_product is this
+    with the q and s_w of int8_weights."""
+    q = np.asarray(q, np.int64)
+    s_w = _f32(s_w)
     qa, s_a, zp = int8_rows(a)
     acc = qa @ q - zp[:, None] * q.sum(axis=0)[None, :]
     scale = _f32(s_a[:, None] * s_w[None, :])

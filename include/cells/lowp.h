@@ -22,6 +22,8 @@
  *                            with a bias: v = fl32(v + bias[j]); with CELLS_LOWP_ADD:
  *                            C[i,j] = fl32(C[i,j] + v), else C[i,j] = v.
  *   Sums of integers are exact in any order, so the kernels sum in whatever order is fastest.
+ *   Weights quantized elsewhere (cells_lowp_q8_pack_quantized: an ONNX Runtime model's) are
+ *   packed as given, q in [-127, 127] and s_w[j] any scale; colsum is computed from q.
  *
  * Numeric model, bfloat16: bf16(x) is x rounded to bfloat16 to nearest even (an overflow
  * giving an infinity), an x below FLT_MIN in magnitude becoming a zero of its sign: no bfloat16

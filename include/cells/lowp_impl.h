@@ -119,6 +119,30 @@ static inline CELLS_LOWP_EXACT void cells_lowp_q8_pack(ptrdiff_t K, ptrdiff_t n,
     }
 }
 
+/* Weights already quantized: op(Q) [K, n] of int8 (op and ldq as W's in cells_lowp_q8_pack),
+ * each in [-CELLS_LOWP_Q8_QMAX, CELLS_LOWP_Q8_QMAX] (the caller checks), with their column
+ * scales s [n], packed as cells_lowp_q8_pack packs the ones it computes: P8 the same layout,
+ * s_w[j] = s[j], colsum[j] = the sum of column j of op(Q). Given the q and s_w that
+ * cells_lowp_q8_pack computes from W, it writes the same bytes. */
+static inline void cells_lowp_q8_pack_quantized(ptrdiff_t K, ptrdiff_t n, const int8_t *Q,
+                                                ptrdiff_t ldq, int transQ, const float *s,
+                                                int8_t *P8, float *s_w, int32_t *colsum) {
+    enum { NR = CELLS_LOWP_NR, GR = CELLS_LOWP_Q8_GROUP };
+    const ptrdiff_t K4 = cells_lowp_q8_row(K), n64 = cells_lowp_roundup(n, NR);
+    const ptrdiff_t qk = transQ ? 1 : ldq, qj = transQ ? ldq : 1; /* Q's element (k, j) */
+    for (ptrdiff_t j = 0; j < n64; ++j) {
+        int8_t *p = P8 + (j / NR) * K4 * NR + (j % NR) * GR; /* (k = 0, column j) */
+        int32_t sum = 0;
+        for (ptrdiff_t k = 0; k < K4; ++k) {
+            const int8_t q = (j < n && k < K) ? Q[k * qk + j * qj] : 0;
+            p[(k / GR) * NR * GR + k % GR] = q;
+            sum += q;
+        }
+        if (j < n)
+            s_w[j] = s[j], colsum[j] = sum;
+    }
+}
+
 /* The uint8 activations of A [M, lda >= K]: QA [M, ldq >= K4], s_a [M], zp [M] (formulas in
  * lowp.h); QA's columns K .. K4-1 are set to 0 (the weights' padding rows are zero, so they
  * add nothing), those beyond K4 are not written. */
