@@ -4,6 +4,7 @@ cells' prepared nets against ONNX Runtime and PyTorch, float32.
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/serving.py --json serving.json
     python benchmarks/serving.py --quick           # smoke run: B=1 I=H=128, 1 thread, 2 rounds
     python benchmarks/serving.py --neighbours      # 2 threads against 1, with busy neighbours
+    python benchmarks/serving.py --lowp            # int8 and bfloat16 nets: accuracy and speed
 
 A served net gets one step (x [B, I]) or a chunk of steps (x [steps, B, I]) per call and carries
 its state to the next call. The contenders, each on the thread count under test:
@@ -53,6 +54,20 @@ against 1, alternated, alone and then with the neighbours: a whole sequence (T=1
 of 8 steps, at B=1 and B=16, I=H=256. The issue's target: with the neighbours, the 2-thread
 call takes at most 1.3x the 1-thread call.
 
+--lowp measures the int8 and bfloat16 prepared nets (prepare(..., weights="int8" |
+"bfloat16")) on the issue's problem: torch.nn.LSTM's / GRU's initialisation, x ~ N(0, 1).
+Accuracy: max and mean |h - h_f64| over every step of a whole sequence run from zero states in
+one call, against benchmarks/numpy_cells.py's float64 net, for cells' float32, int8 and bf16
+nets, ONNX Runtime's contrib DynamicQuantizeLSTM ("ORT-DQ": int8 weights symmetric per column,
+as onnxruntime.quantization makes them; the LSTM only, ORT has no int8 GRU), torch's dynamic
+quantization of nn.LSTM / nn.GRU ("torch qint8": per-tensor int8 weights, fbgemm) and a NumPy
+emulation of plain bfloat16 ("bf16 rounding": weights, x and the states rounded to bfloat16,
+float32 sums). Speed: per call as above, each case on its own thread count (LOWP_SPEED: one
+step at I=512 H=1024 and at I=H=128, whole sequences of 200 steps at B=1 and B=8, I=H=256, on
+1 thread; B=64 T=100 I=H=256 on 2), every contender first checked against the float64 net
+over the same two calls (LOWP_TOLERANCE for the int8 and bfloat16 ones). The issue's targets
+(LOWP_TARGETS, ACCURACY_TARGETS) are printed met or MISSED; --json has every row.
+
 torch and ONNX Runtime (with onnx, which builds the model) join when importable; cells, numpy,
 scipy and threadpoolctl are required (see README.md for how the benchmarks import cells).
 """
@@ -62,6 +77,7 @@ import json
 import multiprocessing
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -71,6 +87,7 @@ import numpy as np
 
 import cells
 import harness
+import numpy_cells
 import peak
 from cells import convert
 
@@ -143,10 +160,13 @@ def cells_x(case, inp):
     return inp.x[0] if case.steps == 1 else inp.x
 
 
-def prepare(case, inp):
+def prepare(case, inp, weights=None):
+    """cells' prepared net of the case; `weights` as prepare takes it (None, "int8",
+    "bfloat16")."""
     if case.family == "lstm":
-        return cells.lstm.prepare(inp["Wx"], inp["Wr"], inp["b"])
-    return cells.gru.prepare(inp["Wx"], inp["Wh"], inp["b"], linear_before_reset=True)
+        return cells.lstm.prepare(inp["Wx"], inp["Wr"], inp["b"], weights=weights)
+    return cells.gru.prepare(inp["Wx"], inp["Wh"], inp["b"], linear_before_reset=True,
+                             weights=weights)
 
 
 def prepared_contender(case, inp, n_threads, name="cells", net=None):
@@ -189,14 +209,26 @@ def time_loop_contender(case, inp, n_threads):
 def onnx_model(case, W, R, B):
     """A single LSTM or GRU node with the weights as initializers; inputs X, initial_h
     (initial_c), outputs Y, Y_h (Y_c)."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
-    n_states = len(STATE_NAMES[case.family])
-    states = ("initial_h", "initial_c")[:n_states]
-    outputs = ("Y", "Y_h", "Y_c")[:1 + n_states]
+    states = ("initial_h", "initial_c")[:len(STATE_NAMES[case.family])]
     attributes = {"linear_before_reset": 1} if case.family == "gru" else {}
     node = helper.make_node(case.family.upper(), ["X", "W", "R", "B", "", *states],
-                            list(outputs), hidden_size=case.H, **attributes)
+                            onnx_outputs(case), hidden_size=case.H, **attributes)
+    return one_node_model(case, node, {"W": W, "R": R, "B": B},
+                          [helper.make_opsetid("", 14)])
+
+
+def onnx_outputs(case):
+    return ["Y", "Y_h", "Y_c"][:1 + len(STATE_NAMES[case.family])]
+
+
+def one_node_model(case, node, initializers, opsets):
+    """The model of one recurrent node whose graph inputs are X and the states, its outputs
+    onnx_outputs(case), the weights `initializers` ({name: array})."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    states = ("initial_h", "initial_c")[:len(STATE_NAMES[case.family])]
 
     def tensor(name, shape):
         return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
@@ -206,26 +238,31 @@ def onnx_model(case, W, R, B):
         [tensor("X", [case.steps, case.B, case.I])] + [tensor(s, [1, case.B, case.H])
                                                       for s in states],
         [tensor("Y", [case.steps, 1, case.B, case.H])] + [tensor(o, [1, case.B, case.H])
-                                                         for o in outputs[1:]],
+                                                         for o in onnx_outputs(case)[1:]],
         initializer=[numpy_helper.from_array(np.ascontiguousarray(a), name)
-                     for name, a in (("W", W), ("R", R), ("B", B))])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+                     for name, a in initializers.items()])
+    return helper.make_model(graph, opset_imports=opsets)
 
 
-def onnx_contender(case, inp, n_threads, ort):
-    """A reused ONNX Runtime session on n_threads; Y_h (Y_c) fed back as initial_h
-    (initial_c)."""
+def onnx_weights(case, inp):
+    """W, R, B of the ONNX node (gates i, o, f, c and z, r, h)."""
     if case.family == "lstm":
-        W, R, B, _ = convert.lstm_to_onnx(inp["Wx"], inp["Wr"], inp["b"])
-    else:
-        W, R, B = convert.gru_to_onnx(inp["Wx"], inp["Wh"], inp["b"])
+        return convert.lstm_to_onnx(inp["Wx"], inp["Wr"], inp["b"])[:3]
+    return convert.gru_to_onnx(inp["Wx"], inp["Wh"], inp["b"])
+
+
+def onnx_contender(case, inp, n_threads, ort, name="onnxruntime", model=None):
+    """A reused ONNX Runtime session of `model` (else the float32 node) on n_threads; Y_h
+    (Y_c) fed back as initial_h (initial_c)."""
+    if model is None:
+        model = onnx_model(case, *onnx_weights(case, inp))
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = n_threads
-    session = ort.InferenceSession(onnx_model(case, W, R, B).SerializeToString(), options,
+    session = ort.InferenceSession(model.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])
     names = STATE_NAMES[case.family]
     states = ("initial_h", "initial_c")[:len(names)]
-    outputs = ["Y", "Y_h", "Y_c"][:1 + len(names)]
+    outputs = onnx_outputs(case)
     feeds = {"X": inp.x, **{s: inp[n][None] for s, n in zip(states, names)}}
     y = None
 
@@ -239,11 +276,13 @@ def onnx_contender(case, inp, n_threads, ort):
         return (y.reshape(cells_x(case, inp).shape[:-1] + (case.H,)),
                 *(feeds[s][0].copy() for s in states))
 
-    return Served("onnxruntime", call, result)
+    return Served(name, call, result)
 
 
-def torch_contender(case, inp, n_threads, torch):
-    """torch.nn.LSTM / GRU under inference_mode on n_threads, the state passed back in."""
+def torch_contender(case, inp, n_threads, torch, quantized=False):
+    """torch.nn.LSTM / GRU under inference_mode on n_threads, the state passed back in;
+    `quantized`: the module through torch's dynamic int8 quantization ("torch qint8":
+    int8 weights per tensor, activations quantized per call, fbgemm)."""
     if case.family == "lstm":
         module = torch.nn.LSTM(case.I, case.H)
         weights = convert.lstm_to_torch(inp["Wx"], inp["Wr"], inp["b"])
@@ -254,6 +293,16 @@ def torch_contender(case, inp, n_threads, torch):
         for parameter, a in zip((module.weight_ih_l0, module.weight_hh_l0, module.bias_ih_l0,
                                  module.bias_hh_l0), weights):
             parameter.copy_(torch.from_numpy(a))
+    if quantized:
+        # quantize_dynamic swaps the submodules of the given one, never itself: the LSTM goes
+        # in a ModuleDict and comes out a DynamicQuantizedLSTM.
+        with warnings.catch_warnings():     # "deprecated ... will be removed" (torch 2.13)
+            warnings.simplefilter("ignore")
+            module = torch.ao.quantization.quantize_dynamic(
+                torch.nn.ModuleDict({"rnn": module}), {torch.nn.LSTM, torch.nn.GRU},
+                dtype=torch.qint8)["rnn"]
+        if "quantized" not in type(module).__module__:
+            raise SystemExit(f"torch did not quantize {type(module).__name__}")
     x = torch.from_numpy(inp.x)
     states = tuple(torch.from_numpy(inp[n][None].copy()) for n in STATE_NAMES[case.family])
     state = states if case.family == "lstm" else states[0]
@@ -268,7 +317,8 @@ def torch_contender(case, inp, n_threads, torch):
         return (y.numpy().reshape(cells_x(case, inp).shape[:-1] + (case.H,)),
                 *(s[0].numpy().copy() for s in (state if case.family == "lstm" else (state,))))
 
-    return Served("torch", call, result, lambda: harness._torch_threads(torch, n_threads))
+    return Served("torch qint8" if quantized else "torch", call, result,
+                  lambda: harness._torch_threads(torch, n_threads))
 
 
 def contenders(case, inp, n_threads, torch, ort):
@@ -510,6 +560,357 @@ def neighbours_table(rows):
 
 
 # ----------------------------------------------------------------------------------------------
+# Low precision (--lowp): int8 and bfloat16 prepared nets
+# ----------------------------------------------------------------------------------------------
+
+# The nets of cells compared, by contender name: prepare's `weights`.
+LOWP_NETS = {"cells float32": None, "cells int8": "int8", "cells bf16": "bfloat16"}
+GATES = {"lstm": 4, "gru": 3}
+
+# Accuracy: whole sequences from zero states (T = steps).
+LOWP_ACCURACY = [Case(f, B, I, H, T, True) for f in ("lstm", "gru")
+                 for I, H, B, T in ((256, 256, 1, 200), (256, 256, 8, 200), (512, 1024, 1, 50))]
+LOWP_ACCURACY_QUICK = [Case(f, 1, 64, 64, 20, True) for f in ("lstm", "gru")]
+
+# Speed: (case, threads, the peers timed beside cells' three nets).
+LOWP_SPEED = (
+    (Case("lstm", 1, 512, 1024, 1), 1, ("ORT-DQ", "torch qint8")),
+    (Case("gru", 1, 512, 1024, 1), 1, ("torch qint8",)),
+    (Case("lstm", 1, 128, 128, 1), 1, ("ORT-DQ", "torch qint8")),
+    (Case("lstm", 1, 256, 256, 200, True), 1, ("ORT-DQ", "torch qint8")),
+    (Case("lstm", 8, 256, 256, 200, True), 1, ("ORT-DQ", "torch qint8")),
+    (Case("lstm", 64, 256, 256, 100, True), 2, ()),
+)
+LOWP_SPEED_QUICK = (
+    (Case("lstm", 1, 128, 128, 1), 1, ("ORT-DQ", "torch qint8")),
+    (Case("lstm", 8, 64, 64, 20, True), 2, ()),
+)
+
+# Before timing, each contender's h and state after two calls must agree with the float64
+# reference within this (absolute; |h| < 1) for the int8 and bfloat16 ones, within
+# harness.TOLERANCE for cells float32; the accuracy runs are held to it too. The quantized
+# contenders stay below 5e-2 on every shape here (torch qint8's GRU at B=8 T=200: 4.3e-2); a
+# net with two of its gate blocks swapped differs by 0.26 and more.
+LOWP_TOLERANCE = 0.1
+
+
+def lowp_inputs(case, seed=0):
+    """The issue's problem as a harness.Inputs (float32): the weights as torch.nn.LSTM / GRU
+    initialise them (every weight and both biases U(-1/sqrt(H), 1/sqrt(H))), drawn in torch's
+    layout and converted to cells'; x ~ N(0, 1) [steps, B, I]; zero states."""
+    rng = np.random.default_rng(seed)
+    n, k = GATES[case.family] * case.H, 1 / np.sqrt(case.H)
+    torch_weights = [rng.uniform(-k, k, shape).astype(np.float32)
+                     for shape in ((n, case.I), (n, case.H), (n,), (n,))]
+    if case.family == "lstm":
+        names, weights = ("Wx", "Wr", "b"), convert.lstm_from_torch(*torch_weights)
+    else:
+        names, weights = ("Wx", "Wh", "b"), convert.gru_from_torch(*torch_weights)
+    x = rng.standard_normal((case.steps, case.B, case.I)).astype(np.float32)
+    states = {s: np.zeros((case.B, case.H), np.float32) for s in STATE_NAMES[case.family]}
+    args = {"x": x, **dict(zip(names, map(np.ascontiguousarray, weights))), **states}
+    return harness.Inputs(args, dLdh=None)
+
+
+def float64_run(case, inp, x):
+    """(h [T, B, H], *final states) of the net in float64 over x [T, B, I] from inp's
+    states: benchmarks/numpy_cells.py's plain NumPy LSTM and GRU (linear before reset)."""
+    a = {name: v.astype(np.float64) for name, v in inp.args.items()}
+    x = x.astype(np.float64)
+    if case.family == "lstm":
+        (h, hL, cL), _ = numpy_cells.numpy_lstm(x, a["Wx"], a["Wr"], a["b"], a["hI"], a["cI"])
+        return h, hL, cL
+    (h,), _ = numpy_cells.numpy_gru(x, a["hI"], a["Wx"], a["Wh"], a["b"],
+                                    linear_before_reset=True)
+    return h, h[-1]
+
+
+def bf16_rounded(a):
+    """float32 values rounded to bfloat16, to nearest even, as float32."""
+    u = np.asarray(a, np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+
+
+def plain_bf16_run(case, inp):
+    """h [T, B, H] of a plain bfloat16 net, emulated in NumPy: the weights, x and the states
+    (h and c) rounded to bfloat16, the products summed in float32 (BLAS), the bias and the
+    gate math in float32, each new state rounded to bfloat16 as a bfloat16 tensor stores it."""
+    def sigmoid(z):
+        return 1 / (1 + np.exp(-z))
+
+    r, H = bf16_rounded, case.H
+    hs, h = [], r(inp["hI"])
+    if case.family == "lstm":
+        Wx, Wr, b, c = r(inp["Wx"]), r(inp["Wr"]), inp["b"], r(inp["cI"])
+        for x in r(inp.x):
+            i, f, g, o = np.split(x @ Wx + h @ Wr + b, 4, axis=1)      # cells' gates i, f, g, o
+            c = r(sigmoid(f) * c + sigmoid(i) * np.tanh(g))
+            h = r(sigmoid(o) * np.tanh(c))
+            hs.append(h)
+    else:
+        Wx, Wh, (bx, bh) = r(inp["Wx"]), r(inp["Wh"]), inp["b"]
+        for x in r(inp.x):
+            gx, gh = x @ Wx + bx, h @ Wh + bh                           # gates r, u, c
+            reset, update = np.split(sigmoid(gx[:, :2 * H] + gh[:, :2 * H]), 2, axis=1)
+            candidate = np.tanh(gx[:, 2 * H:] + reset * gh[:, 2 * H:])
+            h = r((1 - update) * candidate + update * h)
+            hs.append(h)
+    return np.stack(hs)
+
+
+def onnx_dq_model(case, inp):
+    """ONNX Runtime's contrib DynamicQuantizeLSTM (com.microsoft, opset 1) on the case's
+    weights: W and R int8 [1, K, 4H] (the LSTM node's transposed, gates i, o, f, c), quantized
+    symmetric per column as onnxruntime.quantization does (scale max |w| / 127, zero point 0);
+    the operator quantizes x and h per call to uint8."""
+    from onnx import helper
+
+    W, R, B = onnx_weights(case, inp)
+    initializers = {"B": B}
+    for name, w in (("W", W), ("R", R)):
+        w = w[0].T                                              # [K, 4H]
+        scale = np.abs(w).max(axis=0) / np.float32(127)
+        scale = np.where(scale > 0, scale, np.float32(1))
+        initializers[name] = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)[None]
+        initializers[name + "_scale"] = scale[None]
+        initializers[name + "_zero_point"] = np.zeros((1, 4 * case.H), np.int8)
+    node = helper.make_node(
+        "DynamicQuantizeLSTM",
+        ["X", "W", "R", "B", "", "initial_h", "initial_c", "", "W_scale", "W_zero_point",
+         "R_scale", "R_zero_point"],
+        onnx_outputs(case), domain="com.microsoft", hidden_size=case.H)
+    return one_node_model(case, node, initializers,
+                          [helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
+
+
+def lowp_contenders(case, inp, n_threads, torch, ort, peers=("ORT-DQ", "torch qint8")):
+    """cells' float32, int8 and bfloat16 nets, then those of `peers` that can run the case:
+    ORT-DQ (ONNX Runtime's DynamicQuantizeLSTM: the LSTM only) and torch qint8."""
+    served = [prepared_contender(case, inp, n_threads, name, prepare(case, inp, weights))
+              for name, weights in LOWP_NETS.items()]
+    if "ORT-DQ" in peers and ort is not None and case.family == "lstm":
+        served.append(onnx_contender(case, inp, n_threads, ort, "ORT-DQ",
+                                     onnx_dq_model(case, inp)))
+    if "torch qint8" in peers and torch is not None:
+        served.append(torch_contender(case, inp, n_threads, torch, quantized=True))
+    return served
+
+
+def lowp_check(case, name, diff, reference):
+    """Stops the run when a contender is outside its tolerance to the float64 reference."""
+    ok = (harness.within_tolerance(diff, reference, np.float32) if name == "cells float32"
+          else diff <= LOWP_TOLERANCE)
+    if not ok:
+        raise SystemExit(f"{case}: {name} differs from the float64 reference by {diff:.1e}")
+
+
+def run_accuracy(cases, torch, ort):
+    """One row per case and contender: the case's fields, contender, max and mean |h - h_f64|
+    over every step and row of a whole sequence, run from zero states in one call."""
+    rows = []
+    for case in cases:
+        inp = lowp_inputs(case)
+        reference = float64_run(case, inp, inp.x)[0]
+        hs = {}
+        for s in lowp_contenders(case, inp, 1, torch, ort):
+            with s.threads():
+                s.call()
+            hs[s.name] = s.result()[0]
+        hs["bf16 rounding"] = plain_bf16_run(case, inp)
+        for name, h in hs.items():
+            error = np.abs(h - reference)
+            lowp_check(case, name, error.max(), reference)
+            rows.append({**asdict(case), "contender": name, "max": float(error.max()),
+                         "mean": float(error.mean())})
+        print(f"{case}: max |h - h_f64| " + ", ".join(f"{r['contender']} {r['max']:.1e}"
+                                                    for r in rows[-len(hs):]),
+              file=sys.stderr, flush=True)
+    return rows
+
+
+def check_lowp_math(case, inp, served):
+    """Two calls of every contender from the same state, against the float64 net over the
+    same two inputs: {name: max abs difference of h and the state}; lowp_check stops the run
+    outside the tolerance."""
+    h, *state = float64_run(case, inp, np.concatenate([inp.x, inp.x]))
+    reference = (h[case.steps:].reshape(cells_x(case, inp).shape[:-1] + (case.H,)), *state)
+    diffs = {}
+    for s in served:
+        with s.threads():
+            s.call()
+            s.call()
+        result = s.result()
+        diffs[s.name] = max(harness.max_abs_diff(a, r) for a, r in zip(result, reference))
+        lowp_check(case, s.name, diffs[s.name], reference[0])
+    return diffs
+
+
+def run_lowp_speed(cases, rounds, torch, ort):
+    """One row per case and contender, as run_grid's (diff: to the float64 reference)."""
+    rows = []
+    for case, n_threads, peers in cases:
+        inp = lowp_inputs(case)
+        served = lowp_contenders(case, inp, n_threads, torch, ort, peers)
+        diffs = check_lowp_math(case, inp, served)
+        times = time_served(served, rounds)
+        rows += [{**asdict(case), "kind": case.kind, "threads": n_threads, "contender": name,
+                  "us": median(us), "rounds_us": us, "diff": diffs[name]}
+                 for name, us in times.items()]
+        print(f"{case}, {n_threads} thr: " + ", ".join(f"{name} {median(us):.1f} µs"
+                                                      for name, us in times.items()),
+              file=sys.stderr, flush=True)
+    return rows
+
+
+@dataclass(frozen=True)
+class AccuracyTarget:
+    """cells' net `net` must reach a max error at most `factor` times `peer`'s."""
+    name: str
+    net: str
+    peer: str
+    factor: float
+
+
+ACCURACY_TARGETS = (
+    AccuracyTarget("int8 <= ORT-DQ", "cells int8", "ORT-DQ", 1.0),
+    AccuracyTarget("int8 <= 0.5x torch qint8", "cells int8", "torch qint8", 0.5),
+    AccuracyTarget("bf16 <= 1.5x bf16 rounding", "cells bf16", "bf16 rounding", 1.5),
+)
+
+
+@dataclass(frozen=True)
+class LowpTarget:
+    """cells' net `net` must be `required` times faster than `peer` on every case (and thread
+    count) `applies` to."""
+    name: str
+    applies: Callable[[Case, int], bool]
+    net: str
+    peer: str
+    required: float
+
+
+def _step_1024(case, n):
+    return case.kind == "step" and case.I == 512 and case.H == 1024
+
+
+def _sequence_200(case, n):
+    return case.sequence and case.steps == 200 and case.H == 256
+
+
+def _batch_64(case, n):
+    return n == 2 and case.B == 64
+
+
+LOWP_TARGETS = (
+    LowpTarget("int8, one step I=512 H=1024, vs ORT-DQ", _step_1024, "cells int8", "ORT-DQ",
+               1.3),
+    LowpTarget("int8, one step I=512 H=1024, vs torch qint8", _step_1024, "cells int8",
+               "torch qint8", 1.6),
+    LowpTarget("int8, one step I=512 H=1024, vs float32", _step_1024, "cells int8",
+               "cells float32", 3.0),
+    LowpTarget("bf16, one step I=512 H=1024, vs float32", _step_1024, "cells bf16",
+               "cells float32", 1.8),
+    LowpTarget("int8, one step H=128, vs ORT-DQ",
+               lambda c, n: c.kind == "step" and c.H == 128, "cells int8", "ORT-DQ", 2.0),
+    LowpTarget("int8, T=200 H=256, vs ORT-DQ", _sequence_200, "cells int8", "ORT-DQ", 2.0),
+    LowpTarget("int8, T=200 H=256, vs torch qint8", _sequence_200, "cells int8",
+               "torch qint8", 3.0),
+    LowpTarget("int8, B=64 T=100 H=256 2 threads, vs float32", _batch_64, "cells int8",
+               "cells float32", 2.0),
+    LowpTarget("bf16, B=64 T=100 H=256 2 threads, vs float32", _batch_64, "cells bf16",
+               "cells float32", 1.6),
+)
+
+
+def check_accuracy_targets(rows):
+    """One dict per target and case with both contenders: target, case, value (the net's max
+    error), bound (factor x the peer's), met."""
+    errors = {}
+    for r in rows:
+        case = Case(r["family"], r["B"], r["I"], r["H"], r["steps"], r["sequence"])
+        errors.setdefault(case, {})[r["contender"]] = r["max"]
+    return [{"target": t.name, "case": str(case), "value": e[t.net],
+             "bound": t.factor * e[t.peer], "met": e[t.net] <= t.factor * e[t.peer]}
+            for t in ACCURACY_TARGETS for case, e in errors.items() if t.peer in e]
+
+
+def check_lowp_targets(rows):
+    """One dict per target and case measured: target, case, threads, required, ratio (peer
+    µs / net µs), met."""
+    return [{"target": t.name, "case": str(case), "threads": n, "required": t.required,
+             "ratio": times[t.peer] / times[t.net], "met": times[t.peer] / times[t.net]
+             >= t.required}
+            for t in LOWP_TARGETS for (case, n), times in by_case(rows).items()
+            if t.applies(case, n) and t.peer in times]
+
+
+def fmt_error(row):
+    return "-" if row is None else f"{row['max']:.1e} ({row['mean']:.1e})"
+
+
+ACCURACY_COLUMNS = (*LOWP_NETS, "ORT-DQ", "torch qint8", "bf16 rounding")
+
+
+def accuracy_table(rows):
+    """One line per case: every contender's max (mean) |h - h_f64|."""
+    lines = {}
+    for r in rows:
+        lines.setdefault((r["family"], r["I"], r["H"], r["B"], r["steps"]), {})[
+            r["contender"]] = r
+    return markdown(("family", "I", "H", "B", "T", *ACCURACY_COLUMNS),
+                    [(*map(str, key), *(fmt_error(found.get(c)) for c in ACCURACY_COLUMNS))
+                     for key, found in lines.items()])
+
+
+def accuracy_targets_table(results):
+    return markdown(("target (max error)", "case", "cells", "bound", ""),
+                    [(r["target"], r["case"], f"{r['value']:.1e}", f"{r['bound']:.1e}",
+                      "met" if r["met"] else "MISSED") for r in results])
+
+
+SPEED_COLUMNS = (*LOWP_NETS, "ORT-DQ", "torch qint8")
+
+
+def lowp_speed_table(rows):
+    """One line per case and thread count: µs per call of every contender, then float32's
+    time over int8's and bf16's."""
+    return markdown(
+        ("family", "B", "I", "H", "steps", "threads", *SPEED_COLUMNS, "float32 / int8",
+         "float32 / bf16"),
+        [(c.family, str(c.B), str(c.I), str(c.H), str(c.steps), str(n),
+          *(fmt_us(t.get(name)) for name in SPEED_COLUMNS),
+          fmt_ratio(t["cells float32"], t["cells int8"]),
+          fmt_ratio(t["cells float32"], t["cells bf16"]))
+         for (c, n), t in by_case(rows).items()])
+
+
+def lowp_targets_table(results):
+    return markdown(("target (1 thread unless said)", "case", "required", "measured", ""),
+                    [(r["target"], r["case"], f">= {r['required']}x", f"{r['ratio']:.2f}x",
+                      "met" if r["met"] else "MISSED") for r in results])
+
+
+def run_lowp(args, settings):
+    """--lowp: accuracy, then speed; prints the tables, returns the results for --json."""
+    # Imported before the thread pools are listed, so that theirs are among them.
+    torch, ort = harness.optional_torch(), optional_onnx()
+    env, peaks = print_machine([1, 2], args.quick)
+    accuracy = run_accuracy(LOWP_ACCURACY_QUICK if args.quick else LOWP_ACCURACY, torch, ort)
+    rows = run_lowp_speed(LOWP_SPEED_QUICK if args.quick else LOWP_SPEED, args.rounds, torch,
+                          ort)
+    accuracy_targets, targets = check_accuracy_targets(accuracy), check_lowp_targets(rows)
+    print("\n### Accuracy: max (mean) |h - h_f64| over every step, a whole sequence from zero "
+          "states\n\n" + accuracy_table(accuracy))
+    print("\n### Speed (µs per call, the state carried; ratio above 1: int8 or bf16 is "
+          "faster)\n\n" + lowp_speed_table(rows))
+    print("\n### The issue's targets: accuracy\n\n" + accuracy_targets_table(accuracy_targets))
+    print("\n### The issue's targets: speed (ratio = peer µs / cells µs)\n\n"
+          + lowp_targets_table(targets))
+    return {"environment": env, "peak": peaks, "settings": settings, "accuracy": accuracy,
+            "accuracy_targets": accuracy_targets, "rows": rows, "targets": targets}
+
+
+# ----------------------------------------------------------------------------------------------
 # Main
 # ----------------------------------------------------------------------------------------------
 
@@ -524,6 +925,10 @@ def parse_args(argv):
     parser.add_argument("--neighbours", action="store_true",
                         help="time cells on 2 threads against 1, alone and with a busy "
                              "process on every core, instead of the grid")
+    parser.add_argument("--lowp", action="store_true",
+                        help="the int8 and bfloat16 prepared nets: accuracy against float64 "
+                             "and speed against ORT's and torch's int8 LSTMs, instead of the "
+                             "grid (each case on its own thread count: --threads is ignored)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
     args.threads = args.threads or ([1] if args.quick else [1, 2])
@@ -566,7 +971,9 @@ def main(argv=None):
     t0 = time.perf_counter()
     settings = {"threads": args.threads, "rounds": args.rounds, "quick": args.quick,
                 "round_s": ROUND_S, "settle_s": SETTLE_S, "warmup": WARMUP}
-    if args.neighbours:
+    if args.lowp:
+        results = run_lowp(args, settings)
+    elif args.neighbours:
         env, peaks = print_machine([1, 2], args.quick)
         rows = run_neighbours(args.quick, args.rounds)
         print("\n### cells' prepared LSTM, 2 threads against 1, alone and with one busy "
