@@ -143,47 +143,50 @@ static inline void cells_lowp_q8_pack_quantized(ptrdiff_t K, ptrdiff_t n, const 
     }
 }
 
-/* The uint8 activations of A [M, lda >= K]: QA [M, ldq >= K4], s_a [M], zp [M] (formulas in
- * lowp.h); QA's columns K .. K4-1 are set to 0 (the weights' padding rows are zero, so they
- * add nothing), those beyond K4 are not written. */
-static inline CELLS_LOWP_EXACT void cells_lowp_q8_rows(ptrdiff_t M, ptrdiff_t K, const float *A,
-                                                ptrdiff_t lda, uint8_t *QA, ptrdiff_t ldq,
-                                                float *s_a, int32_t *zp) {
-    const ptrdiff_t K4 = cells_lowp_q8_row(K);
-    const float amax = (float)CELLS_LOWP_Q8_AMAX;
-    for (ptrdiff_t i = 0; i < M; ++i) {
-        const float *a = A + i * lda;
-        uint8_t *q = QA + i * ldq;
-        float lo = 0, hi = 0;
-        for (ptrdiff_t k = 0; k < K; ++k) {
-            lo = a[k] < lo ? a[k] : lo;
-            hi = a[k] > hi ? a[k] : hi;
-        }
-        float s = (hi - lo) / amax;
-        s = s > 0 ? s : 1.0f; /* a row of zeros (or of a range below 255 denormals' worth) */
-        const float z = cells_lowp_clamp(rintf(-lo / s), 0, amax);
-        for (ptrdiff_t k = 0; k < K; ++k)
-            q[k] = (uint8_t)cells_lowp_clamp(rintf(a[k] / s) + z, 0, amax);
-        for (ptrdiff_t k = K; k < K4; ++k)
-            q[k] = 0;
-        s_a[i] = s;
-        zp[i] = (int32_t)z;
+/* The activation range of a row a [K]: lo = min(0, min_k a[k]), hi = max(0, max_k a[k]), a NaN
+ * leaving both as they are (each comparison with it is false). */
+static inline void cells_lowp_q8_range(ptrdiff_t K, const float *a, float *lo, float *hi) {
+    float l = 0, h = 0;
+    for (ptrdiff_t k = 0; k < K; ++k) {
+        l = a[k] < l ? a[k] : l;
+        h = a[k] > h ? a[k] : h;
     }
+    *lo = l, *hi = h;
+}
+
+/* A row's scale s_a and zero point z (as a float, an integer in [0, 255]) from its range. */
+static inline CELLS_LOWP_EXACT void cells_lowp_q8_scale(float lo, float hi, float *s, float *z) {
+    const float amax = (float)CELLS_LOWP_Q8_AMAX;
+    float t = (hi - lo) / amax;
+    t = t > 0 ? t : 1.0f; /* a row of zeros (or of a range below 255 denormals' worth) */
+    *s = t;
+    *z = cells_lowp_clamp(rintf(-lo / t), 0, amax);
+}
+
+/* One activation quantized: clamp(rint(a / s) + z, 0, 255). */
+static inline CELLS_LOWP_EXACT uint8_t cells_lowp_q8_quantize(float a, float s, float z) {
+    return (uint8_t)cells_lowp_clamp(rintf(a / s) + z, 0, (float)CELLS_LOWP_Q8_AMAX);
 }
 
 /* bf16(x): x rounded to bfloat16, to nearest even, as a bit pattern; an x below FLT_MIN in
  * magnitude (a float32 denormal) becomes a zero of its sign, so that no result is a bfloat16
  * denormal (rounding a normal float32 never gives one); NaN becomes a quiet NaN. */
+#define CELLS_LOWP_F32_MAG 0x7fffffff   /* a float's bits but its sign */
+#define CELLS_LOWP_F32_INF 0x7f800000   /* the infinity's (above it: NaN) */
+#define CELLS_LOWP_F32_MIN 0x00800000   /* FLT_MIN's (below it: zero and denormals) */
+#define CELLS_LOWP_BF16_ROUND 0x7fff    /* added, with the kept bits' last one, to round */
+#define CELLS_LOWP_BF16_QUIET 0x40      /* the quiet bit of a bfloat16 NaN */
+#define CELLS_LOWP_BF16_SIGN 0x8000     /* the sign bit of a bfloat16 */
 static inline uint16_t cells_lowp_bf16(float x) {
-    enum { SHIFT = 16, QUIET = 0x40 };
-    const uint32_t EXP = 0x7f800000u, SIGN = 0x80000000u, ROUND = 0x7fffu;
+    enum { SHIFT = 16 };
     uint32_t u;
     memcpy(&u, &x, sizeof u);
-    if ((u & EXP) == EXP && (u & ~(EXP | SIGN)))
-        return (uint16_t)((u >> SHIFT) | QUIET);
-    if ((u & EXP) == 0)
-        return (uint16_t)((u & SIGN) >> SHIFT);
-    u += ROUND + ((u >> SHIFT) & 1);
+    const uint32_t mag = u & CELLS_LOWP_F32_MAG;
+    if (mag > CELLS_LOWP_F32_INF)
+        return (uint16_t)((u >> SHIFT) | CELLS_LOWP_BF16_QUIET);
+    if (mag < CELLS_LOWP_F32_MIN)
+        return (uint16_t)((u >> SHIFT) & CELLS_LOWP_BF16_SIGN);
+    u += CELLS_LOWP_BF16_ROUND + ((u >> SHIFT) & 1);
     return (uint16_t)(u >> SHIFT);
 }
 
@@ -207,18 +210,6 @@ static inline void cells_lowp_bf16_pack(ptrdiff_t K, ptrdiff_t n, const float *W
         for (ptrdiff_t k = 0; k < K2; ++k)
             p[(k / PR) * NR * PR + k % PR] =
                 j < n && k < K ? cells_lowp_bf16(W[k * wk + j * wj]) : 0;
-    }
-}
-
-/* The bfloat16 activations of A [M, lda >= K]: AB [M, ldb >= K2], a zero after an odd K. */
-static inline void cells_lowp_bf16_rows(ptrdiff_t M, ptrdiff_t K, const float *A, ptrdiff_t lda,
-                                        uint16_t *AB, ptrdiff_t ldb) {
-    const ptrdiff_t K2 = cells_lowp_bf16_row(K);
-    for (ptrdiff_t i = 0; i < M; ++i) {
-        for (ptrdiff_t k = 0; k < K; ++k)
-            AB[i * ldb + k] = cells_lowp_bf16(A[i * lda + k]);
-        for (ptrdiff_t k = K; k < K2; ++k)
-            AB[i * ldb + k] = 0;
     }
 }
 
@@ -385,6 +376,57 @@ typedef void (*cells_lowp_bf16_kernel)(int m, int nv, ptrdiff_t T, const uint16_
                                        ptrdiff_t ldb, const uint16_t *Pv, ptrdiff_t pstride,
                                        const float *bias, int flags, float *C, ptrdiff_t ldc,
                                        ptrdiff_t w);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Row conversions */
+
+/* The uint8 activations of A [M, lda >= K] with instruction set `isa` (CELLS_LOWP_ISA_*;
+ * cells_lowp_kernel_isa(isa) runs; every one gives the same bits): QA [M, ldq >= K4], s_a [M],
+ * zp [M] (formulas in lowp.h); QA's columns K .. K4-1 are set to 0 (the weights' padding rows
+ * are zero, so they add nothing), those beyond K4 are not written. */
+static inline void cells_lowp_q8_rows_isa(int isa, ptrdiff_t M, ptrdiff_t K, const float *A,
+                                          ptrdiff_t lda, uint8_t *QA, ptrdiff_t ldq, float *s_a,
+                                          int32_t *zp) {
+    isa = cells_lowp_kernel_isa(isa);
+#if CELLS_LOWP_X86
+    if (isa >= CELLS_LOWP_ISA_AVX512) /* the int8 rows need no VNNI: isa 5 runs isa 4's */
+        cells_lowp_q8_rows_4(M, K, A, lda, QA, ldq, s_a, zp);
+    else if (isa == CELLS_LOWP_ISA_AVX2)
+        cells_lowp_q8_rows_3(M, K, A, lda, QA, ldq, s_a, zp);
+    else
+#endif
+        cells_lowp_q8_rows_0(M, K, A, lda, QA, ldq, s_a, zp);
+}
+
+/* cells_lowp_q8_rows_isa on the best instruction set of this CPU (cells_lowp_isa_q8). */
+static inline void cells_lowp_q8_rows(ptrdiff_t M, ptrdiff_t K, const float *A, ptrdiff_t lda,
+                                      uint8_t *QA, ptrdiff_t ldq, float *s_a, int32_t *zp) {
+    cells_lowp_q8_rows_isa(cells_lowp_isa_q8(), M, K, A, lda, QA, ldq, s_a, zp);
+}
+
+/* The bfloat16 activations of A [M, lda >= K] with instruction set `isa` (as for
+ * cells_lowp_q8_rows_isa): AB [M, ldb >= K2], a zero after an odd K; columns beyond K2 are not
+ * written. */
+static inline void cells_lowp_bf16_rows_isa(int isa, ptrdiff_t M, ptrdiff_t K, const float *A,
+                                            ptrdiff_t lda, uint16_t *AB, ptrdiff_t ldb) {
+    isa = cells_lowp_kernel_isa(isa);
+#if CELLS_LOWP_X86
+    if (isa == CELLS_LOWP_ISA_DOT)
+        cells_lowp_bf16_rows_5(M, K, A, lda, AB, ldb);
+    else if (isa == CELLS_LOWP_ISA_AVX512)
+        cells_lowp_bf16_rows_4(M, K, A, lda, AB, ldb);
+    else if (isa == CELLS_LOWP_ISA_AVX2)
+        cells_lowp_bf16_rows_3(M, K, A, lda, AB, ldb);
+    else
+#endif
+        cells_lowp_bf16_rows_0(M, K, A, lda, AB, ldb);
+}
+
+/* cells_lowp_bf16_rows_isa on the best instruction set of this CPU (cells_lowp_isa_bf16). */
+static inline void cells_lowp_bf16_rows(ptrdiff_t M, ptrdiff_t K, const float *A, ptrdiff_t lda,
+                                        uint16_t *AB, ptrdiff_t ldb) {
+    cells_lowp_bf16_rows_isa(cells_lowp_isa_bf16(), M, K, A, lda, AB, ldb);
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Products */

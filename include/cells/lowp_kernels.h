@@ -364,6 +364,210 @@ CELLS_PANEL_INLINE void CELLS_LOWP_K(bf16_tile)(const int m, const int nv, ptrdi
     }
 }
 
+/* ---- the row conversions: one row at a time, 16 elements a vector (two ymm on isa 3), the
+ * last partial vector under a mask (isa 5, 4) or in scalar C (isa 3); every element computed
+ * by the same operations, rounded the same way, as the scalar code of isa 0 ---- */
+
+#if CELLS_LOWP_KISA >= 4
+/* The mask of the first `count` (< 16) lanes. */
+CELLS_PANEL_INLINE __mmask16 CELLS_LOWP_K(lanes)(ptrdiff_t count) {
+    return (__mmask16)((1u << count) - 1);
+}
+#endif
+
+/* lo, hi of cells_lowp_q8_range. minps(x, m) is x < m ? x : m and maxps(x, m) is x > m ? x : m,
+ * the scalar comparisons (a NaN x keeps m); the lanes hold +0 or values of one sign, so their
+ * reduction has one result in any order; padding lanes load as 0, which changes nothing. */
+CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_range)(ptrdiff_t K, const float *a, float *lo,
+                                               float *hi) {
+#if CELLS_LOWP_KISA >= 4
+    enum { VL = CELLS_LOWP_VL };
+    __m512 l = _mm512_setzero_ps(), h = _mm512_setzero_ps();
+    ptrdiff_t k = 0;
+    for (; k + VL <= K; k += VL) {
+        const __m512 x = _mm512_loadu_ps(a + k);
+        l = _mm512_min_ps(x, l);
+        h = _mm512_max_ps(x, h);
+    }
+    if (k < K) {
+        const __m512 x = _mm512_maskz_loadu_ps(CELLS_LOWP_K(lanes)(K - k), a + k);
+        l = _mm512_min_ps(x, l);
+        h = _mm512_max_ps(x, h);
+    }
+    *lo = _mm512_reduce_min_ps(l);
+    *hi = _mm512_reduce_max_ps(h);
+#elif CELLS_LOWP_KISA == 3
+    enum { VL = 8 };
+    __m256 l = _mm256_setzero_ps(), h = _mm256_setzero_ps();
+    ptrdiff_t k = 0;
+    for (; k + VL <= K; k += VL) {
+        const __m256 x = _mm256_loadu_ps(a + k);
+        l = _mm256_min_ps(x, l);
+        h = _mm256_max_ps(x, h);
+    }
+    float ls[VL], hs[VL];
+    _mm256_storeu_ps(ls, l);
+    _mm256_storeu_ps(hs, h);
+    float lt, ht;
+    cells_lowp_q8_range(K - k, a + k, &lt, &ht);
+    for (int e = 0; e < VL; ++e) {
+        lt = ls[e] < lt ? ls[e] : lt;
+        ht = hs[e] > ht ? hs[e] : ht;
+    }
+    *lo = lt, *hi = ht;
+#else
+    cells_lowp_q8_range(K, a, lo, hi);
+#endif
+}
+
+#if CELLS_LOWP_KISA >= 4
+/* cells_lowp_q8_quantize of 16 floats, as int32: the IEEE division, rint under the current
+ * rounding mode (vrndscaleps), the float addition of z, then the clamp: maxps(x, 0) is 0 for a
+ * NaN, and differs from the scalar x >= 0 ? x : 0 only on -0, which converts to 0 as well. */
+CELLS_PANEL_INLINE __m512i CELLS_LOWP_K(q8_quantize)(__m512 x, __m512 s, __m512 z) {
+    x = _mm512_roundscale_ps(_mm512_div_ps(x, s), _MM_FROUND_CUR_DIRECTION);
+    x = _mm512_max_ps(_mm512_add_ps(x, z), _mm512_setzero_ps());
+    x = _mm512_min_ps(x, _mm512_set1_ps((float)CELLS_LOWP_Q8_AMAX));
+    return _mm512_cvttps_epi32(x);
+}
+#elif CELLS_LOWP_KISA == 3
+CELLS_PANEL_INLINE __m256i CELLS_LOWP_K(q8_quantize)(__m256 x, __m256 s, __m256 z) {
+    x = _mm256_round_ps(_mm256_div_ps(x, s), _MM_FROUND_CUR_DIRECTION);
+    x = _mm256_max_ps(_mm256_add_ps(x, z), _mm256_setzero_ps());
+    x = _mm256_min_ps(x, _mm256_set1_ps((float)CELLS_LOWP_Q8_AMAX));
+    return _mm256_cvttps_epi32(x);
+}
+#endif
+
+#if CELLS_LOWP_KISA != 5 /* isa 5 runs isa 4's: the int8 rows need no VNNI */
+/* cells_lowp_q8_rows on this instruction set. */
+static __attribute__((noinline)) void CELLS_LOWP_K(q8_rows)(ptrdiff_t M, ptrdiff_t K,
+                                                            const float *A, ptrdiff_t lda,
+                                                            uint8_t *QA, ptrdiff_t ldq,
+                                                            float *s_a, int32_t *zp) {
+    const ptrdiff_t K4 = cells_lowp_q8_row(K);
+    for (ptrdiff_t i = 0; i < M; ++i) {
+        const float *a = A + i * lda;
+        uint8_t *q = QA + i * ldq;
+        float lo, hi, s, z;
+        CELLS_LOWP_K(q8_range)(K, a, &lo, &hi);
+        cells_lowp_q8_scale(lo, hi, &s, &z);
+        ptrdiff_t k = 0;
+#if CELLS_LOWP_KISA >= 4
+        enum { VL = CELLS_LOWP_VL };
+        const __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(z);
+        for (; k + VL <= K; k += VL)
+            _mm_storeu_si128((__m128i *)(q + k),
+                             _mm512_cvtepi32_epi8(CELLS_LOWP_K(q8_quantize)(
+                                 _mm512_loadu_ps(a + k), vs, vz)));
+        if (k < K) {
+            const __mmask16 live = CELLS_LOWP_K(lanes)(K - k);
+            _mm512_mask_cvtepi32_storeu_epi8(
+                q + k, live,
+                CELLS_LOWP_K(q8_quantize)(_mm512_maskz_loadu_ps(live, a + k), vs, vz));
+            k = K;
+        }
+#elif CELLS_LOWP_KISA == 3
+        enum { VL = 16, HALF = 8, LANES_SWAP = 0xD8 }; /* 64-bit lanes 0, 2, 1, 3 */
+        const __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(z);
+        for (; k + VL <= K; k += VL) {
+            const __m256i lo8 = CELLS_LOWP_K(q8_quantize)(_mm256_loadu_ps(a + k), vs, vz);
+            const __m256i hi8 = CELLS_LOWP_K(q8_quantize)(_mm256_loadu_ps(a + k + HALF), vs, vz);
+            /* packus works within 128-bit lanes: the 16-bit results come out as 0-3, 8-11,
+             * 4-7, 12-15, which the permutation puts in order */
+            const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo8, hi8), LANES_SWAP);
+            _mm_storeu_si128((__m128i *)(q + k),
+                             _mm_packus_epi16(_mm256_castsi256_si128(w16),
+                                              _mm256_extracti128_si256(w16, 1)));
+        }
+#endif
+        for (; k < K; ++k)
+            q[k] = cells_lowp_q8_quantize(a[k], s, z);
+        for (; k < K4; ++k)
+            q[k] = 0;
+        s_a[i] = s;
+        zp[i] = (int32_t)z;
+    }
+}
+#endif
+
+#if CELLS_LOWP_KISA == 4
+/* cells_lowp_bf16 of 16 floats, in the low halves of int32 lanes: the rounding of a normal
+ * number (an infinity too), then a NaN's and a denormal's (or zero's) own results over it. */
+CELLS_PANEL_INLINE __m512i CELLS_LOWP_K(bf16_round)(__m512i u) {
+    const __m512i top = _mm512_srli_epi32(u, CELLS_LOWP_BF16_SHIFT);
+    const __m512i mag = _mm512_and_si512(u, _mm512_set1_epi32(CELLS_LOWP_F32_MAG));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32(CELLS_LOWP_F32_INF));
+    const __mmask16 tiny = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(CELLS_LOWP_F32_MIN));
+    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(CELLS_LOWP_BF16_ROUND),
+                                          _mm512_and_si512(top, _mm512_set1_epi32(1)));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), CELLS_LOWP_BF16_SHIFT);
+    r = _mm512_mask_or_epi32(r, nan, top, _mm512_set1_epi32(CELLS_LOWP_BF16_QUIET));
+    return _mm512_mask_and_epi32(r, tiny, top, _mm512_set1_epi32(CELLS_LOWP_BF16_SIGN));
+}
+#elif CELLS_LOWP_KISA == 3
+CELLS_PANEL_INLINE __m256i CELLS_LOWP_K(bf16_round)(__m256i u) {
+    const __m256i top = _mm256_srli_epi32(u, CELLS_LOWP_BF16_SHIFT);
+    const __m256i mag = _mm256_and_si256(u, _mm256_set1_epi32(CELLS_LOWP_F32_MAG));
+    const __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(CELLS_LOWP_F32_INF));
+    const __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(CELLS_LOWP_F32_MIN), mag);
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(CELLS_LOWP_BF16_ROUND),
+                                          _mm256_and_si256(top, _mm256_set1_epi32(1)));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), CELLS_LOWP_BF16_SHIFT);
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(top, _mm256_set1_epi32(CELLS_LOWP_BF16_QUIET)), nan);
+    return _mm256_blendv_epi8(r, _mm256_and_si256(top, _mm256_set1_epi32(CELLS_LOWP_BF16_SIGN)),
+                              tiny);
+}
+#endif
+
+/* cells_lowp_bf16_rows on this instruction set: vcvtneps2bf16 on isa 5 (which rounds exactly as
+ * cells_lowp_bf16 does: to nearest even, denormals to a zero of their sign, NaN made quiet by
+ * the same bit), integer arithmetic on isa 4 and 3. */
+static __attribute__((noinline)) void CELLS_LOWP_K(bf16_rows)(ptrdiff_t M, ptrdiff_t K,
+                                                              const float *A, ptrdiff_t lda,
+                                                              uint16_t *AB, ptrdiff_t ldb) {
+    const ptrdiff_t K2 = cells_lowp_bf16_row(K);
+    for (ptrdiff_t i = 0; i < M; ++i) {
+        const float *a = A + i * lda;
+        uint16_t *b = AB + i * ldb;
+        ptrdiff_t k = 0;
+#if CELLS_LOWP_KISA >= 4
+        enum { VL = CELLS_LOWP_VL };
+#if CELLS_LOWP_KISA == 5
+#define CELLS_LOWP_BF16_ROUND16(x) ((__m256i)_mm512_cvtneps_pbh(x))
+#else
+#define CELLS_LOWP_BF16_ROUND16(x) \
+    _mm512_cvtepi32_epi16(CELLS_LOWP_K(bf16_round)(_mm512_castps_si512(x)))
+#endif
+        for (; k + VL <= K; k += VL)
+            _mm256_storeu_si256((__m256i *)(b + k),
+                                CELLS_LOWP_BF16_ROUND16(_mm512_loadu_ps(a + k)));
+        if (k < K) {
+            const __mmask16 live = CELLS_LOWP_K(lanes)(K - k);
+            _mm256_mask_storeu_epi16(b + k, live,
+                                     CELLS_LOWP_BF16_ROUND16(_mm512_maskz_loadu_ps(live, a + k)));
+            k = K;
+        }
+#undef CELLS_LOWP_BF16_ROUND16
+#elif CELLS_LOWP_KISA == 3
+        enum { VL = 16, HALF = 8, LANES_SWAP = 0xD8 }; /* 64-bit lanes 0, 2, 1, 3 */
+        for (; k + VL <= K; k += VL) {
+            const __m256i lo = CELLS_LOWP_K(bf16_round)(_mm256_loadu_si256((const __m256i *)(a + k)));
+            const __m256i hi =
+                CELLS_LOWP_K(bf16_round)(_mm256_loadu_si256((const __m256i *)(a + k + HALF)));
+            /* packus (within 128-bit lanes; every value fits 16 bits unsigned) gives 0-3, 8-11,
+             * 4-7, 12-15 */
+            _mm256_storeu_si256((__m256i *)(b + k),
+                                _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), LANES_SWAP));
+        }
+#endif
+        for (; k < K; ++k)
+            b[k] = cells_lowp_bf16(a[k]);
+        for (; k < K2; ++k)
+            b[k] = 0;
+    }
+}
+
 /* ---- the kernel functions: one tile of m rows by nv vectors, each (m, nv) the blocking of
  * this instruction set produces being its own register-blocked tile ---- */
 

@@ -354,6 +354,116 @@ static void test_bf16(int M, int n, int K, int have, int tiny) {
     free(C), free(whole);
 }
 
+/* ---- the row conversions of every instruction set ---- */
+
+enum { ROW_KINDS = 6, ROWS = 3, ROW_GAP = 5 };
+static const int row_sizes[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 255, 1000};
+
+/* A row of kind `kind`: 0 zeros; 1, 2 random values of a random magnitude (one sign, mixed);
+ * 3 ties: with s = 2^e exactly, lo = -(z + 0.5)·s and hi = (254.5 - z)·s, elements (m + 0.5)·s
+ * and m·s, whose quotients by s are halves or integers (the zero point itself a tie);
+ * 4 random bit patterns (NaN, infinities and denormals among them); 5 special values. */
+static void fill_row(float *a, int K, int kind) {
+    static const double magnitudes[] = {1e-30, 1e-3, 1, 50, 3e4, 1e30};
+    static const uint32_t specials[] = {
+        0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x007fffffu, 0x00800000u,
+        0x80800000u, 0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0x7f800000u, 0xff800000u,
+        0x7fc00000u, 0xffc00001u, 0x7f800001u, 0xff80ffffu, 0x3f808000u, 0x3f818000u,
+        0x3f807fffu, 0x3f808001u, 0x3f7fffffu, 0x0080ffffu, 0x00817fffu, 0x3effffffu};
+    const double mag = magnitudes[next() % 6];
+    const int e = (int)(next() % 24) - 16, zt = (int)(next() % 255);
+    const float s = ldexpf(1.0f, e);
+    for (int k = 0; k < K; ++k) {
+        const int m = (int)(next() % 256) - zt - 1; /* (m + 0.5)·s in [lo, hi] */
+        switch (kind) {
+        case 0: a[k] = 0; break;
+        case 1: a[k] = (float)(fabs(uniform()) * mag); break;
+        case 2: a[k] = (float)(uniform() * mag); break;
+        case 3:
+            a[k] = k == 0   ? -((float)zt + 0.5f) * s
+                   : k == 1 ? (254.5f - (float)zt) * s
+                   : next() % 2 ? ((float)m + 0.5f) * s : (float)(m + 1) * s;
+            break;
+        case 4: a[k] = from_bits((uint32_t)next()); break;
+        default: a[k] = from_bits(specials[next() % (sizeof specials / sizeof specials[0])]);
+        }
+    }
+}
+
+/* Every instruction set's q8_rows and bf16_rows against the references (rows of finite values)
+ * and against the baseline's (rows with NaN or infinities, whose results lowp.h leaves
+ * undocumented but defined), columns past K4 / K2 left alone. */
+static void test_rows(int have_q8, int have_bf16) {
+    for (size_t c = 0; c < sizeof row_sizes / sizeof row_sizes[0]; ++c)
+        for (int kind = 0; kind < ROW_KINDS; ++kind)
+            for (int rep = 0; rep < 4; ++rep) {
+                const int K = row_sizes[c], lda = K + ROW_GAP;
+                const int K4 = (int)cells_lowp_q8_row(K), K2 = (int)cells_lowp_bf16_row(K);
+                const int ldq = K4 + ROW_GAP, ldb = K2 + ROW_GAP;
+                float *A = alloc(sizeof(float) * ROWS * lda), *Ap = alloc(sizeof(float) * ROWS * K);
+                int finite = 1;
+                for (int i = 0; i < ROWS; ++i) {
+                    fill_row(A + i * lda, K, i == 0 ? kind : (int)(next() % ROW_KINDS));
+                    for (int k = 0; k < K; ++k) {
+                        Ap[i * K + k] = A[i * lda + k];
+                        finite &= isfinite(A[i * lda + k]) != 0;
+                    }
+                }
+                /* references: the formulas where finite (int8), the baseline otherwise */
+                uint8_t *qa = alloc((size_t)ROWS * K), *QA0 = alloc((size_t)ROWS * ldq);
+                uint8_t *QA = alloc((size_t)ROWS * ldq);
+                float sa[ROWS], sa0[ROWS], tsa[ROWS];
+                int32_t zp[ROWS], zp0[ROWS], tzp[ROWS];
+                uint16_t *AB = alloc(sizeof(uint16_t) * ROWS * ldb);
+                ref_q8_rows(ROWS, K, Ap, qa, sa, zp);
+                memset(QA0, 0xAB, (size_t)ROWS * ldq);
+                cells_lowp_q8_rows_isa(CELLS_LOWP_ISA_BASE, ROWS, K, A, lda, QA0, ldq, sa0, zp0);
+                for (int t = 0; t < NISAS + 1; ++t) {
+                    const int isa = t < NISAS ? isas[t] : -1; /* -1: the public entry */
+                    if (isa >= 0 && !isa_runs(isa, have_q8))
+                        continue;
+                    memset(QA, 0xAB, (size_t)ROWS * ldq);
+                    if (isa < 0)
+                        cells_lowp_q8_rows(ROWS, K, A, lda, QA, ldq, tsa, tzp);
+                    else
+                        cells_lowp_q8_rows_isa(isa, ROWS, K, A, lda, QA, ldq, tsa, tzp);
+                    int ok = !memcmp(QA, QA0, (size_t)ROWS * ldq);
+                    for (int i = 0; i < ROWS; ++i) {
+                        ok &= bits(tsa[i]) == bits(sa0[i]) && tzp[i] == zp0[i];
+                        if (!finite)
+                            continue;
+                        ok &= bits(tsa[i]) == bits(sa[i]) && tzp[i] == zp[i];
+                        for (int k = 0; k < ldq; ++k)
+                            ok &= QA[i * ldq + k] == (k < K ? qa[i * K + k] : k < K4 ? 0 : 0xAB);
+                    }
+                    check(ok, finite ? "int8 rows" : "int8 rows (not finite)", isa, K, kind);
+                }
+                for (int t = 0; t < NISAS + 1; ++t) {
+                    const int isa = t < NISAS ? isas[t] : -1;
+                    if (isa >= 0 && !isa_runs(isa, have_bf16))
+                        continue;
+                    for (int e = 0; e < ROWS * ldb; ++e)
+                        AB[e] = 0xABCD;
+                    if (isa < 0)
+                        cells_lowp_bf16_rows(ROWS, K, A, lda, AB, ldb);
+                    else
+                        cells_lowp_bf16_rows_isa(isa, ROWS, K, A, lda, AB, ldb);
+                    int ok = 1;
+                    for (int i = 0; i < ROWS; ++i)
+                        for (int k = 0; k < ldb; ++k) {
+                            const float x = k < K ? A[i * lda + k] : 0;
+                            /* a NaN: its top half with the quiet bit set */
+                            const uint32_t want = k >= K2    ? 0xABCD
+                                                  : isnan(x) ? (bits(x) >> 16) | 0x40
+                                                             : bits(ref_bf16(x)) >> 16;
+                            ok &= AB[i * ldb + k] == want;
+                        }
+                    check(ok, "bf16 rows", isa, K, kind);
+                }
+                free(A), free(Ap), free(qa), free(QA0), free(QA), free(AB);
+            }
+}
+
 /* ---- the reference step against vdpbf16ps ---- */
 
 #if CELLS_LOWP_X86
@@ -411,6 +521,7 @@ static void test_model_against_hardware(void) {
 int main(void) {
     const int have_q8 = cells_lowp_isa_q8(), have_bf16 = cells_lowp_isa_bf16();
     printf("instruction sets: int8 %d, bf16 %d\n", have_q8, have_bf16);
+    test_rows(have_q8, have_bf16);
     for (int a = 0; a < NSIZES_M; ++a)
         for (int b = 0; b < NSIZES_N; ++b)
             for (int c = 0; c < NSIZES_K; ++c) {
