@@ -1320,3 +1320,12 @@ def _convert(module, converted):
         result = module
     converted[id(module)] = result
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# quantize_dynamic (cells/_torch_quantized.py: modules on int8 and bfloat16 prepared nets)
+# ---------------------------------------------------------------------------------------------
+
+from cells._torch_quantized import quantize_dynamic  # noqa: E402
+
+__all__ += ["quantize_dynamic"]
