@@ -5,6 +5,9 @@
     LLTM(input_features, state_size)   the LLTM of PyTorch's C++-extension tutorial
     convert(module)               a torch.nn recurrent module (or every one inside a model) as
                                   the cells-backed class, with the same parameters
+    quantize_dynamic(model, ...)  the recurrent modules of a model as inference modules on
+                                  cells' int8 or bfloat16 prepared nets (torch.ao's
+                                  quantize_dynamic for RNNs, proj_size included)
 
 The modules keep torch's constructors, parameters (names, shapes, initialisation), state_dicts,
 repr and pickling, and only replace forward: it takes and returns what torch's does (batched
