@@ -41,7 +41,10 @@ not count it either): write under torch.no_grad() instead. A reverse direction r
 each row's steps reversed (a packed batch's rows each over their own length), its outputs put
 back in time order. The nets are not pickled or copied with the module; weights that are
 inference tensors (a module made under inference_mode: no version counter), CUDA tensors and
-torch.compile run on the time loop operators below.
+torch.compile run on the time loop operators below. The common call (a stack's batched 3-D
+input, a cell's or the LLTM's 2-D one, hx None or CPU tensors of the input's dtype and of the
+shapes torch expects) is checked in a few comparisons and runs straight on the nets; any other
+goes through the full checks, which raise torch's errors.
 
 Autograd and torch.compile. Each time loop is a custom operator (torch.library, namespace
 "cells"), with a fake (meta) implementation and a backward formula:
@@ -612,6 +615,10 @@ class _PreparedNets:
     autograd does not track, and is not seen either. One list of stamps over all the module's
     parameters keeps the common call cheap; when it differs, each layer's own stamps say which
     nets to prepare again.
+
+    The nets read the tensors through .numpy(), without a detach: where _nets gives nets,
+    grad mode is off (where .numpy() takes a tensor that requires grad) or no tensor requires
+    grad.
     """
 
     def _nets(self, x, *states):
@@ -661,20 +668,20 @@ class _PreparedNets:
         return state
 
 
-def _call(net, x, state, **options):
-    """net(x, state) on the threads cells chooses for the call, at most torch.get_num_threads()
-    (which the net asks only for a call large enough to use two); x [sL, bS, nIn] or
-    [bS, nIn], NumPy."""
+def _call(net, x, state, seq_len=None):
+    """net(x, state, seq_len=seq_len) on the threads cells chooses for the call, at most
+    torch.get_num_threads() (which the net asks only for a call large enough to use two);
+    x [sL, bS, nIn] or [bS, nIn], NumPy."""
     n_threads = net._default_threads(x.shape[-2], torch.get_num_threads)
-    return net(x, state, n_threads=n_threads, **options)
+    return net(x, state, seq_len=seq_len, n_threads=n_threads)
 
 
 def _net_step(net, x, states):
     """One step of a prepared net on x [bS, nIn] from the initial states (tensors; None:
     zeros). Returns the states after it, as tensors."""
-    start = None if states is None else net.State(*(s.detach().numpy() for s in states))
-    _, state = _call(net, x.detach().numpy(), start)
-    return tuple(torch.from_numpy(s) for s in state)
+    start = None if states is None else net.State(*[s.numpy() for s in states])
+    _, state = _call(net, x.numpy(), start)
+    return tuple([torch.from_numpy(s) for s in state])
 
 
 def _time_reversed(a, lengths):
@@ -688,8 +695,14 @@ def _time_reversed(a, lengths):
 
 
 def _numpy(tensors):
-    """Tensors (None: absent) as NumPy arrays sharing their memory."""
-    return tuple(None if t is None else t.detach().numpy() for t in tensors)
+    """Tensors (None: absent) as NumPy arrays sharing their memory (on the prepared nets' path:
+    .numpy() needs no detach there)."""
+    return tuple(None if t is None else t.numpy() for t in tensors)
+
+
+def _stacked(arrays):
+    """Arrays of one shape stacked along a new first dimension (one array: a view of it)."""
+    return arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
 
 
 def _gru_rnn_weights(weights):
@@ -829,6 +842,9 @@ class _Stack:
 
     def forward(self, input, hx=None):
         states = None if hx is None else self._states(hx)
+        served = self._served(input, states)
+        if served is not None:
+            return served
         if isinstance(input, PackedSequence):
             data, batch_sizes, sorted_indices, unsorted_indices = input
             _check_tensor("input", data)
@@ -867,6 +883,37 @@ class _Stack:
             return y.squeeze(1), self._hx(tuple(s.squeeze(1) for s in hidden))
         return (y.transpose(0, 1) if self.batch_first else y), self._hx(hidden)
 
+    def _served(self, input, states):
+        """forward of the common inference call, checked in a few comparisons, or None for any
+        other call. The common call: input a batched 3-D float32 or float64 CPU tensor with
+        input_size features and at least one step, the initial states None or CPU tensors of
+        the input's dtype and of the shapes torch expects, and prepared nets for it (_nets: no
+        gradient needed, weights of the input's dtype). It passes every check of forward's;
+        any other call goes through them all, which raise torch's errors. batch_first is a
+        NumPy view each way."""
+        if type(input) is not Tensor or input.dim() != 3:
+            return None
+        dtype = input.dtype
+        if self.batch_first:
+            bS, sL, nIn = input.shape
+        else:
+            sL, bS, nIn = input.shape
+        if nIn != self.input_size or sL == 0 or dtype not in _REAL_DTYPES:
+            return None
+        if states is not None:
+            layers = self.num_layers * (2 if self.bidirectional else 1)
+            for s, size in zip(states, self._state_sizes()):
+                if (type(s) is not Tensor or s.shape != (layers, bS, size) or s.dtype != dtype
+                        or not s.is_cpu):
+                    return None
+        nets = self._nets(input, *(states or ()))
+        if nets is None:
+            return None
+        a = input.numpy()
+        y, hidden = self._net_layers(nets, a.swapaxes(0, 1) if self.batch_first else a, states,
+                                     None)
+        return torch.from_numpy(y.swapaxes(0, 1) if self.batch_first else y), self._hx(hidden)
+
     def _check_args(self, input, states, batch_sizes):
         """torch's checks of the input (a PackedSequence's data with its batch_sizes) and of
         the initial states (None: zeros, nothing to check)."""
@@ -900,7 +947,8 @@ class _Stack:
         states)."""
         nets = self._nets(x, *(states or ()))
         if nets is not None:
-            return self._net_layers(nets, x, states, lengths)
+            y, hidden = self._net_layers(nets, x.numpy(), states, lengths)
+            return torch.from_numpy(y), hidden
         return self._op_layers(x, self._initial_states(states, x, x.shape[1]), lengths)
 
     def _op_layers(self, x, states, lengths):
@@ -921,16 +969,20 @@ class _Stack:
             x = outputs[0] if dirs == 1 else torch.cat(outputs, 2)
         return x, tuple(torch.stack(layer_states) for layer_states in zip(*finals))
 
-    def _net_layers(self, nets, x, states, lengths):
-        """_layers on the prepared nets, in NumPy: each net writes its final states into the
-        stacked results; a reverse direction runs forward over each row's steps reversed
-        (_time_reversed)."""
-        dirs = 2 if self.bidirectional else 1
-        a = np.ascontiguousarray(x.detach().numpy())
-        sL, bS = a.shape[0], a.shape[1]
-        starts = None if states is None else [s.detach().numpy() for s in states]
-        finals = [np.empty((len(nets), bS, size), a.dtype) for size in self._state_sizes()]
+    def _net_layers(self, nets, a, states, lengths):
+        """_layers on the prepared nets, in NumPy: a is x [sL, bS, nIn] as an array. Returns
+        (the last layer's outputs, an array; the final states, tensors). A reverse direction
+        runs forward over each row's steps reversed (_time_reversed)."""
         seq_len = None if lengths is None else lengths.numpy()
+        if len(nets) == 1:   # one layer, one direction: its net's call alone
+            net = nets[0]
+            start = None if states is None else net.State(*[s.numpy()[0] for s in states])
+            h, final = _call(net, a, start, seq_len=seq_len)
+            return h, tuple([torch.from_numpy(f[None]) for f in final])
+        dirs = 2 if self.bidirectional else 1
+        a = np.ascontiguousarray(a)
+        starts = None if states is None else [s.numpy() for s in states]
+        finals = []
         for layer in range(self.num_layers):
             if layer > 0 and self.dropout > 0 and self.training:
                 a = F.dropout(torch.from_numpy(a), self.dropout, training=True).numpy()
@@ -938,12 +990,12 @@ class _Stack:
             for d in range(dirs):
                 index, net = layer * dirs + d, nets[layer * dirs + d]
                 start = None if starts is None else net.State(*[s[index] for s in starts])
-                h = np.empty((sL, bS, net.nState), a.dtype)
-                _call(net, a if d == 0 else _time_reversed(a, seq_len), start, seq_len=seq_len,
-                      out=(h, net.State(*[f[index] for f in finals])))
+                h, final = _call(net, a if d == 0 else _time_reversed(a, seq_len), start,
+                                 seq_len=seq_len)
                 outputs.append(h if d == 0 else _time_reversed(h, seq_len))
+                finals.append(final)
             a = outputs[0] if dirs == 1 else np.concatenate(outputs, axis=2)
-        return torch.from_numpy(a), tuple([torch.from_numpy(f) for f in finals])
+        return a, tuple([torch.from_numpy(_stacked(f)) for f in zip(*finals)])
 
 
 class GRU(_GruFamily, _Stack, torch.nn.GRU):
@@ -1049,6 +1101,9 @@ class _Cell:
     """forward() of torch.nn.GRUCell, LSTMCell and RNNCell: a time loop of one step."""
 
     def forward(self, input, hx=None):
+        served = self._served(input, hx)
+        if served is not None:
+            return served
         name = type(self).__name__
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
@@ -1075,6 +1130,31 @@ class _Cell:
         if not batched:
             hidden = tuple(s.squeeze(0) for s in hidden)
         return self._hx(hidden)
+
+    def _served(self, input, hx):
+        """forward of the common inference call, checked in a few comparisons, or None for any
+        other call. The common call: input a batched 2-D float32 or float64 CPU tensor with
+        input_size features, the states None or CPU tensors of the input's dtype and shape
+        [bS, hidden_size], and a prepared net for it (_nets: no gradient needed, weights of the
+        input's dtype). It passes every check of forward's; any other call goes through them
+        all, which raise torch's errors."""
+        if (type(input) is not Tensor or input.dim() != 2 or input.dtype not in _REAL_DTYPES
+                or not input.is_cpu):
+            return None
+        # forward checks these properties of the input first, then unpacks hx as here
+        states = None if hx is None else self._states(hx)
+        bS, nIn = input.shape
+        if nIn != self.input_size:
+            return None
+        if states is not None:
+            for s in states:
+                if (type(s) is not Tensor or s.shape != (bS, self.hidden_size)
+                        or s.dtype != input.dtype or not s.is_cpu):
+                    return None
+        nets = self._nets(input, *(states or ()))
+        if nets is None:
+            return None
+        return self._hx(_net_step(nets[0], input, states))
 
     def _layer_weights(self):
         """The cell's weights, as one layer's: (weight_ih, weight_hh, bias_ih, bias_hh, None)."""
@@ -1240,6 +1320,9 @@ class LLTM(_PreparedNets, torch.nn.Module):
 
     def forward(self, input, state):
         old_h, old_cell = state
+        served = self._served(input, old_h, old_cell)
+        if served is not None:
+            return served
         for name, t, size in (("input", input, self.input_features),
                               ("old_h", old_h, self.state_size),
                               ("old_cell", old_cell, self.state_size)):
@@ -1257,6 +1340,26 @@ class LLTM(_PreparedNets, torch.nn.Module):
             input[None], self.weights, self.bias, old_h, old_cell, None, True,
             _keep_workspace(input, self.weights, self.bias, old_h, old_cell))
         return new_h, new_cell
+
+    def _served(self, input, old_h, old_cell):
+        """forward of the common inference call, checked in a few comparisons, or None for any
+        other call. The common call: CPU tensors of one dtype, float32 or float64, input
+        [B, input_features] and the states [B, state_size], and a prepared net for it (_nets:
+        no gradient needed, weights of the input's dtype). It passes every check of
+        forward's; any other call goes through them all, which raise their errors."""
+        if type(input) is not Tensor or input.dim() != 2 or input.dtype not in _REAL_DTYPES:
+            return None
+        B, nIn = input.shape
+        if nIn != self.input_features:
+            return None
+        for s in (old_h, old_cell):
+            if (type(s) is not Tensor or s.shape != (B, self.state_size)
+                    or s.dtype != input.dtype or not s.is_cpu):
+                return None
+        nets = self._nets(input, old_h, old_cell)
+        if nets is None:
+            return None
+        return _net_step(nets[0], input, (old_h, old_cell))
 
     def _layer_weights(self):
         return [(self.weights, self.bias)]

@@ -10,6 +10,7 @@ sequences of 5 steps; the largest differences of the stacks here are 6e-16 and 2
 import copy
 import pickle
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -347,3 +348,279 @@ def test_torch_threads_bound_the_time_loops(monkeypatch, torch_threads):
     torch_threads(1)
     ct.GRU(64, 64)(x)
     assert seen == [1, min(2, max_threads()), 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# The common call (_served): the bare net's bits, checked in a few comparisons, torch's errors
+# ---------------------------------------------------------------------------------------------
+
+def bare_net(module):
+    """The prepared net of a one-layer module's weights, prepared as the module prepares its
+    own: the bits its call must give."""
+    if isinstance(module, ct.LLTM):
+        return cells.lltm.prepare(module.weights.detach().numpy(), module.bias.detach().numpy())
+    suffix = "_l0" if isinstance(module, ct._Stack) else ""
+    weight_ih, weight_hh, bias_ih, bias_hh = (
+        getattr(module, name + suffix).detach().numpy()
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    if isinstance(module, ct._LstmFamily):
+        return cells.lstm.prepare(weight_ih.T, weight_hh.T, bias_ih + bias_hh)
+    b = np.stack([bias_ih, bias_hh])
+    if isinstance(module, ct._GruFamily):
+        return cells.gru.prepare(weight_ih.T, weight_hh.T, b, linear_before_reset=True)
+    return cells.rnn.prepare(weight_ih.T, weight_hh.T, b, activation=module.nonlinearity)
+
+
+@pytest.fixture
+def full_checks(monkeypatch):
+    """A list that records each call that goes through forward's full checks (the input's
+    _check_tensor, which every module's full path makes first), from now."""
+    calls = []
+
+    def recording(name, t, _check=ct._check_tensor):
+        calls.append(name)
+        return _check(name, t)
+
+    monkeypatch.setattr(ct, "_check_tensor", recording)
+    return calls
+
+
+def without_served(monkeypatch):
+    """Every module's forward through its full checks, from now."""
+    for owner in (ct._Stack, ct._Cell, ct.LLTM):
+        monkeypatch.setattr(owner, "_served", lambda self, *args: None)
+
+
+def one_step(cells_class, B, batch_first, dtype, steps=1):
+    """A one-layer module (seed 0; a cell or the LLTM for cells_class), an input and initial
+    states, random: for a stack x [steps, B, nIn] ([B, steps, nIn] with batch_first) and states
+    [1, B, H]; for a cell x [B, nIn] and states [B, H]."""
+    torch.manual_seed(0)
+    if cells_class is ct.LLTM:
+        module = ct.LLTM(nIn, H).to(dtype)
+    elif issubclass(cells_class, ct._Stack):
+        module = cells_class(nIn, H, batch_first=batch_first, dtype=dtype)
+    else:
+        module = cells_class(nIn, H, dtype=dtype)
+    batch = (1, B) if isinstance(module, ct._Stack) else (B,)
+    x = torch.randn(*((steps, B) if len(batch) == 2 else batch), nIn, dtype=dtype)
+    states = [torch.randn(*batch, H, dtype=dtype)
+              for _ in range(2 if cells_class in (ct.LSTM, ct.LSTMCell, ct.LLTM) else 1)]
+    if batch_first:
+        x = x.transpose(0, 1).contiguous()
+    return module, x, states
+
+
+def as_hx(module, states):
+    """The states as forward takes them: a tuple for the LSTM and the LLTM, else a tensor."""
+    return tuple(states) if len(states) == 2 else states[0]
+
+
+def carried_calls(module, x, hx, calls=2):
+    """`calls` calls of the module on x, each from the states the previous one returned (hx
+    None: the first from zeros). Returns every call's result, as flat tensors."""
+    results = []
+    for _ in range(calls):
+        result = module(x) if hx is None else module(x, hx)
+        hx = result[1] if isinstance(module, ct._Stack) else result
+        results.append(flat(result))
+    return results
+
+
+def net_calls(net, x, states, stack, batch_first, calls=2):
+    """What carried_calls gives, from the bare net: h and the states of each call, as arrays
+    shaped as the module's results (an LLTM and a cell return their states alone)."""
+    a = x.detach().numpy()
+    if batch_first:
+        a = a.swapaxes(0, 1)
+    state = None if states is None else net.State(*[s.numpy()[0] if stack else s.numpy()
+                                                    for s in states])
+    results = []
+    for _ in range(calls):
+        h, state = net(a, state)
+        if stack:
+            results.append([h.swapaxes(0, 1) if batch_first else h,
+                            *(s[None] for s in state)])
+        else:
+            results.append(list(state))
+    return results
+
+
+# (class, B, batch_first, steps, hx given): one step at B = 1 and 3, batch_first, a chunk of
+# 4 steps, each with hx and without (the LLTM's forward takes its states)
+SERVED_CASES = [(cls, *case, given) for cls in (ct.LSTM, ct.GRU, ct.RNN)
+                for case in ((1, False, 1), (3, False, 1), (3, True, 1), (3, True, 4))
+                for given in (True, False)]
+SERVED_CASES += [(cls, B, False, 1, given) for cls in (ct.LSTMCell, ct.GRUCell, ct.RNNCell)
+                 for B in (1, 3) for given in (True, False)]
+SERVED_CASES += [(ct.LLTM, B, False, 1, True) for B in (1, 3)]
+
+
+@pytest.mark.parametrize("mode", NO_GRAD)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("cells_class, B, batch_first, steps, given", SERVED_CASES,
+                         ids=lambda v: getattr(v, "__name__", None) if isinstance(v, type)
+                         else None)
+def test_the_common_call_gives_the_bare_nets_bits(monkeypatch, full_checks, cells_class, B,
+                                                  batch_first, steps, given, dtype, mode):
+    """The common serving call, the state carried from call to call, takes the short path (no
+    full checks) and gives the bits of the bare net prepared from the module's weights, and of
+    the full path."""
+    module, x, states = one_step(cells_class, B, batch_first, dtype, steps)
+    hx = as_hx(module, states) if given else None
+    stack = isinstance(module, ct._Stack)
+    with NO_GRAD[mode]():
+        served = carried_calls(module, x, hx)
+        assert full_checks == []
+        without_served(monkeypatch)
+        checked = carried_calls(module, x, hx)
+        assert full_checks
+    expected = net_calls(bare_net(module), x, states if given else None, stack, batch_first)
+    for result, full, bits in zip(served, checked, expected):
+        assert len(result) == len(full) == len(bits)
+        for a, b, c in zip(result, full, bits):
+            assert a.dtype == dtype and a.shape == c.shape and a.stride() == b.stride()
+            assert torch.equal(a, b) and np.array_equal(a.numpy(), c)
+
+
+@pytest.mark.parametrize("cells_class", [ct.LSTM, ct.GRUCell, ct.LLTM])
+def test_tensors_that_require_grad_take_the_common_call_under_no_grad(full_checks,
+                                                                     cells_class):
+    """Under no_grad, an input and states that require grad take the short path too (.numpy()
+    takes them without a detach); nothing returned requires grad."""
+    module, x, states = one_step(cells_class, 2, False, torch.float64)
+    hx = as_hx(module, states)
+    with torch.no_grad():
+        expected = carried_calls(module, x, hx, calls=1)
+        x.requires_grad_()
+        for s in states:
+            s.requires_grad_()
+        result = carried_calls(module, x, as_hx(module, states), calls=1)
+    assert full_checks == []
+    for a, b in zip(result[0], expected[0]):
+        assert torch.equal(a, b) and not a.requires_grad
+
+
+@pytest.mark.parametrize("mode", NO_GRAD)
+def test_a_stack_of_layers_takes_the_common_call(full_checks, mode):
+    """Two layers, both directions: the short path's checks, then every layer's nets."""
+    reference, module = pair(ct.LSTM, nIn, H, num_layers=2, bidirectional=True,
+                             batch_first=True)
+    x, hx = stack_call(ct.LSTM, dict(num_layers=2, bidirectional=True, batch_first=True),
+                       "padded", True, torch.float64)
+    with NO_GRAD[mode]():
+        assert_same(module(x, hx), reference(x, hx), torch.float64)
+    assert full_checks == []
+
+
+def error(module, *args):
+    """(type, message) of what module(*args) raises."""
+    with pytest.raises(Exception) as info:
+        module(*args)
+    return info.type, str(info.value)
+
+
+def stack_errors(cells_class):
+    """{what is wrong: forward's arguments} for a one-layer stack (nIn, H) in float64."""
+    def random(*shape, dtype=torch.float64):
+        return torch.randn(*shape, dtype=dtype)
+
+    n = 2 if cells_class is ct.LSTM else 1
+
+    def hx(*states):
+        return tuple(states) if n == 2 else states[0]
+
+    good = [random(1, bS, H) for _ in range(n)]
+    return {
+        "input_size": (random(1, bS, nIn + 1), hx(*good)),
+        "hx_batch": (random(1, bS, nIn), hx(*[random(1, bS + 1, H)] * n)),
+        "last_hx_batch": (random(1, bS, nIn), hx(*good[:-1], random(1, bS + 1, H))),
+        "hx_layers": (random(1, bS, nIn), hx(*[random(2, bS, H)] * n)),
+        "hx_size": (random(1, bS, nIn), hx(*[random(1, bS, H + 1)] * n)),
+        "hx_rank": (random(1, bS, nIn), hx(*[random(bS, H)] * n)),
+        "input_rank": (random(1, bS, nIn, 1), hx(*good)),
+        "input_1d": (random(nIn), hx(*good)),
+        "unbatched_3d_hx": (random(1, nIn), hx(*good)),
+        "zero_length": (random(0, bS, nIn), hx(*good)),
+        "input_dtype": (random(1, bS, nIn, dtype=torch.float32), hx(*good)),
+        "hx_dtype": (random(1, bS, nIn), hx(*[s.float() for s in good])),
+        "input_float16": (random(1, bS, nIn, dtype=torch.float16), hx(*good)),
+        "hx_not_a_tensor": (random(1, bS, nIn), hx(*[s.tolist() for s in good])),
+    }
+
+
+def cell_errors(cells_class):
+    """{what is wrong: forward's arguments} for a cell (nIn, H) in float64."""
+    def random(*shape, dtype=torch.float64):
+        return torch.randn(*shape, dtype=dtype)
+
+    n = 2 if cells_class is ct.LSTMCell else 1
+
+    def hx(*states):
+        return tuple(states) if n == 2 else states[0]
+
+    good = [random(bS, H) for _ in range(n)]
+    return {
+        "input_size": (random(bS, nIn + 1), hx(*good)),
+        "hx_batch": (random(bS, nIn), hx(*[random(bS + 1, H)] * n)),
+        "last_hx_batch": (random(bS, nIn), hx(*good[:-1], random(bS + 1, H))),
+        "hx_size": (random(bS, nIn), hx(*[random(bS, H + 1)] * n)),
+        "hx_rank": (random(bS, nIn), hx(*[random(1, bS, H)] * n)),
+        "input_rank": (random(1, bS, nIn), hx(*good)),
+        "unbatched_2d_hx": (random(nIn), hx(*good)),
+        "input_dtype": (random(bS, nIn, dtype=torch.float32), hx(*good)),
+        "hx_dtype": (random(bS, nIn), hx(*[s.float() for s in good])),
+        "input_float16": (random(bS, nIn, dtype=torch.float16), hx(*good)),
+    }
+
+
+# Where cells.torch's full checks raise another type than torch's module: a float16 input (a
+# TypeError, documented); hx not tensors. A cell's unbatched input with batched states: torch's
+# GRUCell and RNNCell raise a RuntimeError, cells.torch's full checks let the 3-D states reach
+# the kernel (a ValueError), and torch's LSTMCell crashes the process (torch 2.13).
+NOT_TORCHS = ("input_float16", "hx_not_a_tensor", "unbatched_2d_hx")
+ERROR_CASES = [(cls, what) for cls in (ct.GRU, ct.LSTM, ct.RNN) for what in stack_errors(cls)]
+ERROR_CASES += [(cls, what) for cls in (ct.GRUCell, ct.LSTMCell, ct.RNNCell)
+                for what in cell_errors(cls)]
+
+
+@pytest.mark.parametrize("mode", NO_GRAD)
+@pytest.mark.parametrize("cells_class, what", ERROR_CASES,
+                         ids=lambda v: getattr(v, "__name__", None) if isinstance(v, type)
+                         else None)
+def test_what_the_common_call_rejects_raises_as_before(monkeypatch, cells_class, what, mode):
+    """Where the short path would run (no gradient needed), a wrong argument raises what the
+    full checks raise, type and message, and the type torch's own module raises."""
+    reference, module = pair(cells_class, nIn, H)
+    torch.manual_seed(3)
+    args = (stack_errors if issubclass(cells_class, ct._Stack) else cell_errors)(cells_class)[what]
+    with NO_GRAD[mode]():
+        raised = error(module, *args)
+        without_served(monkeypatch)
+        assert raised == error(module, *args)
+        if what not in NOT_TORCHS:
+            assert raised[0] is error(reference, *args)[0]
+
+
+@pytest.mark.parametrize("mode", NO_GRAD)
+@pytest.mark.parametrize("what", ["input_size", "batch", "state_size", "rank", "dtype",
+                                  "state_dtype", "device"])
+def test_what_the_lltms_common_call_rejects_raises_as_before(monkeypatch, what, mode):
+    """As for the stacks and the cells: the LLTM's full checks raise, type and message."""
+    module = ct.LLTM(nIn, H).double()
+
+    def random(*shape, dtype=torch.float64, device="cpu"):
+        return torch.randn(*shape, dtype=dtype, device=device)
+
+    x, h, c = random(bS, nIn), random(bS, H), random(bS, H)
+    args = {"input_size": (random(bS, nIn + 1), (h, c)),
+            "batch": (x, (h, random(bS + 1, H))),
+            "state_size": (x, (random(bS, H + 1), c)),
+            "rank": (random(1, bS, nIn), (h, c)),
+            "dtype": (x.float(), (h, c)),
+            "state_dtype": (x, (h, c.float())),
+            "device": (x, (h, torch.zeros(bS, H, dtype=torch.float64, device="meta")))}[what]
+    with NO_GRAD[mode]():
+        raised = error(module, *args)
+        without_served(monkeypatch)
+        assert raised == error(module, *args)
