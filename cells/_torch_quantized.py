@@ -14,10 +14,9 @@ import copy
 
 import torch
 
-import cells
 from cells.torch import (
-    _Cell, _check_states, _GruFamily, _gru_rnn_weights, _LstmFamily, _numpy,
-    _RnnFamily, _Stack, GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell)
+    _Cell, _check_states, _GruFamily, _LstmFamily, _RnnFamily, _Stack, GRU, GRUCell, LSTM,
+    LSTMCell, RNN, RNNCell)
 
 # torch's dtype argument -> prepare's weights=
 _WEIGHT_KINDS = {torch.qint8: "int8", torch.bfloat16: "bfloat16"}
@@ -36,8 +35,9 @@ class _Quantized:
         for name in self._options:
             setattr(self, name, getattr(module, name, 0))
         self.dtype = dtype
-        self.nets = [self._prepare(weights, _WEIGHT_KINDS[dtype])
-                     for weights in self._float_weights(module)]
+        with torch.no_grad():   # the float weights are read as NumPy arrays (_numpy)
+            self.nets = [self._prepare(weights, _WEIGHT_KINDS[dtype])
+                         for weights in self._float_weights(module)]
         self.train(module.training)
 
     @property
@@ -46,8 +46,11 @@ class _Quantized:
         return sum(net.nbytes for net in self.nets)
 
     def _nets(self, x, *states):
-        """The nets, for every call: a TypeError for a tensor off the CPU, a RuntimeError where
+        """The nets, for every float32 call (None for another dtype: the module's checks then
+        raise torch's error): a TypeError for a tensor off the CPU, a RuntimeError where
         autograd would need a gradient through them."""
+        if x.dtype != torch.float32:
+            return None
         name = type(self).__name__
         if not x.is_cpu:
             raise TypeError(f"{name}: runs on the CPU, got the input on {x.device}")
@@ -60,22 +63,6 @@ class _Quantized:
 
     def _layer_weights(self):
         raise RuntimeError(f"{type(self).__name__} holds prepared nets, not weights")
-
-
-def _gru_prepare(self, weights, kind):
-    return cells.gru.prepare(*_gru_rnn_weights(weights), linear_before_reset=True, weights=kind)
-
-
-def _lstm_prepare(self, weights, kind):
-    weight_ih, weight_hh, bias_ih, bias_hh, weight_hr = _numpy(weights)
-    return cells.lstm.prepare(weight_ih.T, weight_hh.T,
-                              None if bias_ih is None else bias_ih + bias_hh,
-                              Wproj=None if weight_hr is None else weight_hr.T, weights=kind)
-
-
-def _rnn_prepare(self, weights, kind):
-    return cells.rnn.prepare(*_gru_rnn_weights(weights), activation=self.nonlinearity,
-                             weights=kind)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,13 +111,11 @@ class _QuantizedStack(_Quantized):
 class QuantizedGRU(_QuantizedStack, _GruFamily, _Stack, torch.nn.Module):
     """torch.nn.GRU for inference on cells' int8 or bfloat16 prepared nets (quantize_dynamic)."""
 
-    _prepare = _gru_prepare
 
 
 class QuantizedLSTM(_QuantizedStack, _LstmFamily, _Stack, torch.nn.Module):
     """torch.nn.LSTM for inference on cells' int8 or bfloat16 prepared nets (quantize_dynamic)."""
 
-    _prepare = _lstm_prepare
     check_forward_args = torch.nn.LSTM.check_forward_args
     get_expected_cell_size = torch.nn.LSTM.get_expected_cell_size
     permute_hidden = torch.nn.LSTM.permute_hidden
@@ -139,7 +124,6 @@ class QuantizedLSTM(_QuantizedStack, _LstmFamily, _Stack, torch.nn.Module):
 class QuantizedRNN(_QuantizedStack, _RnnFamily, _Stack, torch.nn.Module):
     """torch.nn.RNN for inference on cells' int8 or bfloat16 prepared nets (quantize_dynamic)."""
 
-    _prepare = _rnn_prepare
     _options = (*_QuantizedStack._options, "nonlinearity")
 
 
@@ -180,19 +164,16 @@ class _QuantizedCell(_Quantized):
 class QuantizedGRUCell(_QuantizedCell, _GruFamily, _Cell, torch.nn.Module):
     """torch.nn.GRUCell for inference on a cells int8 or bfloat16 prepared net."""
 
-    _prepare = _gru_prepare
 
 
 class QuantizedLSTMCell(_QuantizedCell, _LstmFamily, _Cell, torch.nn.Module):
     """torch.nn.LSTMCell for inference on a cells int8 or bfloat16 prepared net."""
 
-    _prepare = _lstm_prepare
 
 
 class QuantizedRNNCell(_QuantizedCell, _RnnFamily, _Cell, torch.nn.Module):
     """torch.nn.RNNCell for inference on a cells int8 or bfloat16 prepared net."""
 
-    _prepare = _rnn_prepare
     _options = (*_QuantizedCell._options, "nonlinearity")
 
 

@@ -740,9 +740,10 @@ class _Family(_PreparedNets):
     (h0, c0), their sizes, how one layer and direction runs on cells' time loop:
     _run(x [sL, bS, nIn], states, (weight_ih, weight_hh, bias_ih, bias_hh, weight_hr), lengths,
     forward) -> (h [sL, bS, H], final states), and how its weights become a prepared net:
-    _prepare(weights) -> PreparedNet. The weights are torch's (bias None without bias,
-    weight_hr None but for an LSTM with proj_size > 0); cells' layout is their transpose
-    (torch's gate order is cells')."""
+    _prepare(weights, kind=None) -> PreparedNet (kind: prepare's `weights`, "int8" or
+    "bfloat16" for cells.torch.quantize_dynamic's modules). The weights are torch's (bias None
+    without bias, weight_hr None but for an LSTM with proj_size > 0); cells' layout is their
+    transpose (torch's gate order is cells')."""
 
     _state_names = ("hx",)
     _cell_state_names = ("hidden",)   # what torch's cells call it in their messages
@@ -767,8 +768,9 @@ class _GruFamily(_Family):
                                                 _keep_workspace(x, hI, Wx, Wh, b))
         return h, (_final_state(h, lengths, forward),)
 
-    def _prepare(self, weights):
-        return cells.gru.prepare(*_gru_rnn_weights(weights), linear_before_reset=True)
+    def _prepare(self, weights, kind=None):
+        return cells.gru.prepare(*_gru_rnn_weights(weights), linear_before_reset=True,
+                                 weights=kind)
 
 
 class _LstmFamily(_Family):
@@ -795,11 +797,12 @@ class _LstmFamily(_Family):
             _keep_workspace(x, Wx, Wr, b, hI, cI, Wproj))
         return h, (hL, cL)
 
-    def _prepare(self, weights):
+    def _prepare(self, weights, kind=None):
         weight_ih, weight_hh, bias_ih, bias_hh, weight_hr = _numpy(weights)
         return cells.lstm.prepare(weight_ih.T, weight_hh.T,
                                   None if bias_ih is None else bias_ih + bias_hh,
-                                  Wproj=None if weight_hr is None else weight_hr.T)
+                                  Wproj=None if weight_hr is None else weight_hr.T,
+                                  weights=kind)
 
 
 class _RnnFamily(_Family):
@@ -811,8 +814,9 @@ class _RnnFamily(_Family):
                                              forward, _keep_workspace(x, hI, Wx, Wh, b))
         return h, (_final_state(h, lengths, forward),)
 
-    def _prepare(self, weights):
-        return cells.rnn.prepare(*_gru_rnn_weights(weights), activation=self.nonlinearity)
+    def _prepare(self, weights, kind=None):
+        return cells.rnn.prepare(*_gru_rnn_weights(weights), activation=self.nonlinearity,
+                                 weights=kind)
 
 
 def _check_states(names, states, like):

@@ -1,7 +1,7 @@
 """The cell headers compile as CUDA: every family header under include/cells (not panel.h,
-team.h, claims.h and the low-precision products' lowp*.h, which are CPU only) with nvcc, whose point functions are then called from
-host and from device code, and with NVRTC (through CuPy), which compiles device code only and
-has no libc headers.
+team.h, claims.h and the low-precision products' lowp*.h, which are CPU only) with nvcc,
+whose point functions are then called from host and from device code, and with NVRTC
+(through CuPy), which compiles device code only and has no libc headers.
 
 Both only compile (`nvcc -c`, NVRTC to PTX): no GPU is needed. Each test is skipped where its
 compiler is missing (nvcc not on PATH; CuPy not installed, or its NVRTC library not loadable).
