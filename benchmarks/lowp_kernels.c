@@ -4,9 +4,14 @@
  * bias), as a prepared net runs them: float32 (cells_gemm_panels_fixed_f) against int8
  * (cells/lowp.h, activations quantized at every step) and bfloat16 (activations rounded at
  * every step), each low-precision product on every instruction set the CPU runs. Times are
- * medians over many samples, the contenders alternated sample by sample; a sample runs one
- * step untimed (the contender before it has evicted its weights from the caches, which a net
- * stepping on its own does not), then enough steps to last at least MIN_SAMPLE_NS. Reported
+ * medians over many samples, the contenders alternated sample by sample; a sample runs
+ * WARM_STEPS steps untimed, then enough steps to last at least MIN_SAMPLE_NS. The contender
+ * before it has evicted its weights from the caches, which a net stepping on its own does not;
+ * and after a stream larger than L3 (the float32 weights at I=512 H=1024), one pass over the
+ * weights leaves the next still reading most of them from memory: Zen's L3, filled by what L2
+ * evicts, keeps a new stream's lines only after it has been read a few times. With one warm
+ * step, the first contender on a set of weights ran at memory speed and the next one on the
+ * same weights from L3, which made the faster kernel of the two look slower. Reported
  * per step: µs, the weights' bytes read per second (GB/s: what bounds a step at M = 1) and the
  * multiply-adds' rate (GF/s: 2·M·(I+H)·4H flops, what bounds it at large M).
  */
@@ -19,7 +24,7 @@
 
 #include "cells/lowp.h"
 
-enum { SAMPLES = 41, MIN_SAMPLE_NS = 200000, GATES = 4 };
+enum { SAMPLES = 41, MIN_SAMPLE_NS = 200000, WARM_STEPS = 4, GATES = 4 };
 
 static double now_ns(void) {
     struct timespec t;
@@ -78,7 +83,8 @@ static void make(shape *s, int M, int I, int H) {
     s->csx = aligned(sizeof(int32_t) * n), s->csh = aligned(sizeof(int32_t) * n);
     cells_lowp_q8_pack(I, n, Wx, n, 0, s->Qx, s->swx, s->csx);
     cells_lowp_q8_pack(H, n, Wh, n, 0, s->Qh, s->swh, s->csh);
-    s->qx = aligned((size_t)M * cells_lowp_q8_row(I)), s->qh = aligned((size_t)M * cells_lowp_q8_row(H));
+    s->qx = aligned((size_t)M * cells_lowp_q8_row(I));
+    s->qh = aligned((size_t)M * cells_lowp_q8_row(H));
     s->sax = aligned(sizeof(float) * M), s->sah = aligned(sizeof(float) * M);
     s->zpx = aligned(sizeof(int32_t) * M), s->zph = aligned(sizeof(int32_t) * M);
     s->Bx = aligned(sizeof(uint16_t) * cells_lowp_bf16_len(I, n));
@@ -218,7 +224,8 @@ static void bench_steps(int M, int I, int H, int by_panel, const char *only) {
             if (!wanted(c, only) || (all[c].isa == CELLS_LOWP_ISA_BASE && all[c].kind
                                      && r >= BASE_SAMPLES))
                 continue; /* the baseline: 5 samples */
-            step(&s, all[c].kind, all[c].isa, by_panel); /* its weights back in the caches */
+            for (int k = 0; k < WARM_STEPS; ++k) /* its weights back in the caches */
+                step(&s, all[c].kind, all[c].isa, by_panel);
             const double t0 = now_ns();
             for (int k = 0; k < (int)reps[c]; ++k)
                 step(&s, all[c].kind, all[c].isa, by_panel);

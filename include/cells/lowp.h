@@ -31,7 +31,8 @@
  *   Weights: w[k,j] = bf16(W[k,j]);  activations: a[i,k] = bf16(A[i,k]).
  *   Product: each element runs one chain over the pairs of k, in increasing order, the odd k
  *   of each pair first (K padded to even with zeros):
- *       s = 0;  for t = 0, 1, ...:  s = ftz(fma(a[2t+1]·w[2t+1] + s));  s = ftz(fma(a[2t]·w[2t] + s))
+ *       s = 0;  for t = 0, 1, ...:  s = ftz(fma(a[2t+1]·w[2t+1] + s));
+ *                                    s = ftz(fma(a[2t]·w[2t] + s))
  *   where fma rounds the exact a·w + s once to float32 (a product of two bfloat16 is exact in
  *   float32's precision), and ftz(x) replaces a result whose magnitude, rounded to float32's
  *   precision with an unbounded exponent, is below FLT_MIN by a zero of its sign (the results

@@ -60,7 +60,9 @@ static inline int cells_lowp_kernel_isa(int isa) {
 /* ------------------------------------------------------------------------------------------ */
 /* Sizes */
 
-static inline ptrdiff_t cells_lowp_roundup(ptrdiff_t x, ptrdiff_t to) { return (x + to - 1) / to * to; }
+static inline ptrdiff_t cells_lowp_roundup(ptrdiff_t x, ptrdiff_t to) {
+    return (x + to - 1) / to * to;
+}
 
 /* Bytes of the packed int8 weights of a [K, n] matrix: K4 · n64. */
 static inline size_t cells_lowp_q8_len(ptrdiff_t K, ptrdiff_t n) {
@@ -73,8 +75,12 @@ static inline size_t cells_lowp_bf16_len(ptrdiff_t K, ptrdiff_t n) {
            * (size_t)cells_lowp_roundup(n, CELLS_LOWP_NR);
 }
 /* The row length (elements) a converted activation row needs at least: K4 (int8), K2 (bf16). */
-static inline ptrdiff_t cells_lowp_q8_row(ptrdiff_t K) { return cells_lowp_roundup(K, CELLS_LOWP_Q8_GROUP); }
-static inline ptrdiff_t cells_lowp_bf16_row(ptrdiff_t K) { return cells_lowp_roundup(K, CELLS_LOWP_BF16_PAIR); }
+static inline ptrdiff_t cells_lowp_q8_row(ptrdiff_t K) {
+    return cells_lowp_roundup(K, CELLS_LOWP_Q8_GROUP);
+}
+static inline ptrdiff_t cells_lowp_bf16_row(ptrdiff_t K) {
+    return cells_lowp_roundup(K, CELLS_LOWP_BF16_PAIR);
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Conversions */
@@ -320,7 +326,9 @@ static inline void cells_lowp_mxcsr_restore(unsigned old) {
 static inline int cells_lowp_q8_mr(int isa) { return isa == 5 ? 6 : isa == 4 ? 3 : 2; }
 static inline int cells_lowp_q8_nvt(int isa) { return isa >= 4 ? CELLS_LOWP_NV : 1; }
 static inline int cells_lowp_q8_ku(int isa, int m) {
-    const int sets = isa == 5 ? CELLS_LOWP_CHAINS / (m * CELLS_LOWP_NV) : isa == 3 && m == 1 ? 2 : 1;
+    const int sets = isa == 5             ? CELLS_LOWP_CHAINS / (m * CELLS_LOWP_NV)
+                     : isa == 3 && m == 1 ? 2
+                                          : 1;
     return sets < 1 ? 1 : sets > CELLS_LOWP_KU_MAX ? CELLS_LOWP_KU_MAX : sets;
 }
 static inline int cells_lowp_bf16_mr(int isa) { return isa == 5 ? 6 : isa == 4 ? 4 : 2; }

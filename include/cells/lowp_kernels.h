@@ -552,7 +552,8 @@ static __attribute__((noinline)) void CELLS_LOWP_K(bf16_rows)(ptrdiff_t M, ptrdi
 #elif CELLS_LOWP_KISA == 3
         enum { VL = 16, HALF = 8, LANES_SWAP = 0xD8 }; /* 64-bit lanes 0, 2, 1, 3 */
         for (; k + VL <= K; k += VL) {
-            const __m256i lo = CELLS_LOWP_K(bf16_round)(_mm256_loadu_si256((const __m256i *)(a + k)));
+            const __m256i lo =
+                CELLS_LOWP_K(bf16_round)(_mm256_loadu_si256((const __m256i *)(a + k)));
             const __m256i hi =
                 CELLS_LOWP_K(bf16_round)(_mm256_loadu_si256((const __m256i *)(a + k + HALF)));
             /* packus (within 128-bit lanes; every value fits 16 bits unsigned) gives 0-3, 8-11,

@@ -342,7 +342,7 @@ static void test_bf16(int M, int n, int K, int have, int tiny) {
                 memcpy(whole, C, sizeof(float) * M * ldc);
                 fill_c(C, C0, M, n, ldc);
                 const int use = isa < 0 ? cells_lowp_isa_bf16() : isa;
-                cells_lowp_bf16_gemm_isa(use, M, n - 64, K, AB, ldb, PB + 64 * K2, 
+                cells_lowp_bf16_gemm_isa(use, M, n - 64, K, AB, ldb, PB + 64 * K2,
                                          use_bias ? bias + 64 : 0, flags, C + 64, ldc);
                 cells_lowp_bf16_gemm_isa(use, M, 64, K, AB, ldb, PB, use_bias ? bias : 0, flags,
                                          C, ldc);
@@ -484,13 +484,15 @@ static void test_model_against_hardware(void) {
     long lanes = 0, bad = 0;
     for (int it = 0; it < 20000; ++it) {
         const int mode = it % 3; /* moderate exponents, the whole range, near FLT_MIN */
-        const int lo = mode == 0 ? 117 : mode == 1 ? 1 : 60, hi = mode == 0 ? 138 : mode == 1 ? 255 : 68;
+        const int lo = mode == 0 ? 117 : mode == 1 ? 1 : 60;
+        const int hi = mode == 0 ? 138 : mode == 1 ? 255 : 68;
         float acc[16], out[16];
         uint16_t a[32], b[32];
         for (int l = 0; l < 32; ++l)
             a[l] = random_bf16(lo, hi), b[l] = random_bf16(lo, hi);
         for (int l = 0; l < 16; ++l) {
-            const float p = from_bits((uint32_t)a[2 * l + 1] << 16) * from_bits((uint32_t)b[2 * l + 1] << 16);
+            const float p = from_bits((uint32_t)a[2 * l + 1] << 16)
+                            * from_bits((uint32_t)b[2 * l + 1] << 16);
             switch (next() % 4) {
             case 0: acc[l] = 0; break;
             case 1: acc[l] = -p * (1 + (float)(next() % 16) * 0x1p-20f); break; /* cancels */
@@ -502,15 +504,17 @@ static void test_model_against_hardware(void) {
         }
         dpbf16(acc, a, b, out);
         for (int l = 0; l < 16; ++l) {
-            const float a0 = from_bits((uint32_t)a[2 * l] << 16), b0 = from_bits((uint32_t)b[2 * l] << 16);
-            const float a1 = from_bits((uint32_t)a[2 * l + 1] << 16), b1 = from_bits((uint32_t)b[2 * l + 1] << 16);
+            const float a0 = from_bits((uint32_t)a[2 * l] << 16);
+            const float b0 = from_bits((uint32_t)b[2 * l] << 16);
+            const float a1 = from_bits((uint32_t)a[2 * l + 1] << 16);
+            const float b1 = from_bits((uint32_t)b[2 * l + 1] << 16);
             if (!isfinite(out[l]))
                 continue;
             const float want = ref_step(a0, b0, ref_step(a1, b1, acc[l]));
             ++lanes;
             if (bits(out[l]) != bits(want) && bad++ < 5)
-                printf("  vdpbf16ps: acc %a, %a·%a, %a·%a = %a, model %a\n", acc[l], a1, b1, a0, b0,
-                       out[l], want);
+                printf("  vdpbf16ps: acc %a, %a·%a, %a·%a = %a, model %a\n", acc[l], a1, b1,
+                       a0, b0, out[l], want);
         }
     }
     check(bad == 0, "the bf16 model against vdpbf16ps", lanes, bad, 0);
