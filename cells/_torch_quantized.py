@@ -15,7 +15,7 @@ import copy
 import torch
 
 from cells.torch import (
-    _Cell, _check_states, _GruFamily, _LstmFamily, _RnnFamily, _Stack, GRU, GRUCell, LSTM,
+    _Cell, _GruFamily, _LstmFamily, _RnnFamily, _Stack, GRU, GRUCell, LSTM,
     LSTMCell, RNN, RNNCell)
 
 # torch's dtype argument -> prepare's weights=
@@ -140,22 +140,9 @@ class _QuantizedCell(_Quantized):
     def _float_weights(module):
         return _Cell._layer_weights(module)
 
-    def _check_sizes(self, input, states):
-        """_Cell._check_sizes, the weights' dtype being float32."""
-        if input.shape[1] != self.input_size:
-            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
-                               f"expected {self.input_size}")
-        for k, s in enumerate(states):
-            if s.shape[0] != input.shape[0]:
-                raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{k} "
-                                   f"batch size {s.shape[0]}")
-            if s.shape[1] != self.hidden_size:
-                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {s.shape[1]}, "
-                                   f"expected {self.hidden_size}")
-        if input.dtype != torch.float32:
-            raise RuntimeError(f"input: expected dtype torch.float32 (the quantized module's), "
-                               f"got {input.dtype}")
-        _check_states(self._state_names, states, input)
+    def _weights_dtype(self):
+        """float32: what the nets take (their weights are int8 or bfloat16)."""
+        return torch.float32
 
     def extra_repr(self):
         return f"{torch.nn.RNNCellBase.extra_repr(self)}, dtype={self.dtype}"

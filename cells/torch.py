@@ -1164,6 +1164,10 @@ class _Cell:
         """The cell's weights, as one layer's: (weight_ih, weight_hh, bias_ih, bias_hh, None)."""
         return [(self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None)]
 
+    def _weights_dtype(self):
+        """The dtype the cell's input and states must have: its weights'."""
+        return self.weight_ih.dtype
+
     def _check_sizes(self, input, states):
         """torch's checks of a cell's arguments (states: those given), in its order (sizes, then
         dtypes), with its exception types and messages."""
@@ -1177,8 +1181,9 @@ class _Cell:
             if s.shape[1] != self.hidden_size:
                 raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {s.shape[1]}, "
                                    f"expected {self.hidden_size}")
-        if input.dtype != self.weight_ih.dtype:
-            raise RuntimeError(f"input: expected dtype {self.weight_ih.dtype} (the weights'), "
+        dtype = self._weights_dtype()
+        if input.dtype != dtype:
+            raise RuntimeError(f"input: expected dtype {dtype} (the weights'), "
                                f"got {input.dtype}")
         _check_states(self._state_names, states, input)
 
