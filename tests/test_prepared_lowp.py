@@ -19,6 +19,10 @@ from test_prepared import CASES, nIn, nOut, nProj, random_state
 import cells
 
 KINDS = ["int8", "bfloat16"]
+# test_prepared's cases, and an LSTM with other activations than the default: hard sigmoid
+# gates, a scaled tanh candidate (1.5·tanh(0.7·z)), a softsign output
+LOWP_CASES = [*CASES, "lstm_activations"]
+ACTIVATIONS = dict(gate_act=7, cell_act=6, cell_alpha=1.5, cell_beta=0.7, out_act=9)
 sL, bS = 6, 5
 # One step from the net's own state, with the products exact: what is left is the float32
 # rounding of the gate math (pre-activations of size <= ~5, a few roundings of 6e-8 relative
@@ -49,6 +53,20 @@ def lowp_case(case, kind, seed=0):
             # reset-before multiplies r∘h, which the net computes in float32
             flip = 0 if lbr else one_flip(gates[:, :nOut] * state.h, Wh[:, 2 * nOut:], kind)
             return h, (h,), (flip,)
+        return net, step
+    if case == "lstm_activations":
+        Wx, Wr, b = r(nIn, 4 * nOut), r(nOut, 4 * nOut), r(4 * nOut, scale=0.5)
+        net = cells.lstm.prepare(Wx, Wr, b, weights=kind, **ACTIVATIONS)
+
+        def hard_sigmoid(z):
+            return np.clip(0.2 * z + 0.5, 0, 1)
+
+        def step(x, state):
+            z = product(x, Wx) + product(state.h, Wr) + b
+            zi, zf, zg, zo = np.split(z, 4, axis=1)
+            c = hard_sigmoid(zf) * state.c + hard_sigmoid(zi) * 1.5 * np.tanh(0.7 * zg)
+            h = hard_sigmoid(zo) * c / (1 + np.abs(c))
+            return h, (h, c), (0, 0)
         return net, step
     if case.startswith("lstm"):
         projected, peep = case == "lstm_projected", case == "lstm_peepholes_clip"
@@ -85,7 +103,7 @@ def lowp_case(case, kind, seed=0):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", LOWP_CASES)
 def test_values_match_the_reference_with_the_documented_rounding(case, kind):
     """Each step from the net's state (one-step calls, which give the bits of one whole call:
     test_prepared.py), against the reference's step with the kind's exact products."""
