@@ -376,14 +376,20 @@ def run_grid(cases, threads, rounds, torch, ort):
             served = contenders(case, inp, n_threads, torch, ort)
             if diffs is None:
                 diffs = check_same_math(case, served)
-            times = time_served(served, rounds)
-            rows += [{**asdict(case), "kind": case.kind, "threads": n_threads, "contender": name,
-                      "us": median(us), "rounds_us": us, "diff": diffs[name]}
-                     for name, us in times.items()]
-            print(f"{case}, {n_threads} thr: " + ", ".join(f"{name} {median(us):.1f} µs"
-                                                          for name, us in times.items()),
-                  file=sys.stderr, flush=True)
+            rows += timed_rows(case, n_threads, served, diffs, rounds)
     return rows
+
+
+def timed_rows(case, n_threads, served, diffs, rounds):
+    """The served contenders of a case timed (time_served): one row each, with its difference
+    to the case's check (diffs), and a line of progress on stderr."""
+    times = time_served(served, rounds)
+    print(f"{case}, {n_threads} thr: " + ", ".join(f"{name} {median(us):.1f} µs"
+                                                  for name, us in times.items()),
+          file=sys.stderr, flush=True)
+    return [{**asdict(case), "kind": case.kind, "threads": n_threads, "contender": name,
+             "us": median(us), "rounds_us": us, "diff": diffs[name]}
+            for name, us in times.items()]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -751,14 +757,7 @@ def run_lowp_speed(cases, rounds, torch, ort):
     for case, n_threads, peers in cases:
         inp = lowp_inputs(case)
         served = lowp_contenders(case, inp, n_threads, torch, ort, peers)
-        diffs = check_lowp_math(case, inp, served)
-        times = time_served(served, rounds)
-        rows += [{**asdict(case), "kind": case.kind, "threads": n_threads, "contender": name,
-                  "us": median(us), "rounds_us": us, "diff": diffs[name]}
-                 for name, us in times.items()]
-        print(f"{case}, {n_threads} thr: " + ", ".join(f"{name} {median(us):.1f} µs"
-                                                      for name, us in times.items()),
-              file=sys.stderr, flush=True)
+        rows += timed_rows(case, n_threads, served, check_lowp_math(case, inp, served), rounds)
     return rows
 
 

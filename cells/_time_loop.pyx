@@ -1227,7 +1227,8 @@ cdef class PreparedWeights:
         state = []
         for i in range(3):
             w = prepared_matrix(&self.packed, i)
-            state.append(None if w.P == NULL else (<char *>w.P)[:packed_bytes(w[0], 4)])
+            state.append(None if w.P == NULL
+                         else (<char *>w.P)[:packed_bytes(w[0], self.dtype.itemsize)])
         return tuple(state)
 
     def weights(self):

@@ -45,20 +45,49 @@ def kind(request):
     return np.dtype(request.param), None
 
 
-def make_case(case, dtype, seed=0, weights=None):
-    """(net, weights, reference, time_loop) of a case: `reference(x, state, seq_len)` returns
-    the float64 (h, hL, cL or None) of the family's reference on the net's own (dtype-rounded)
-    weights, `time_loop(x, state, seq_len)` the (h, hL or None) of the family's time loop. With
-    `weights` ("int8", "bfloat16") the net packs them so (and the two others do not apply)."""
+def case_parameters(case, dtype, seed=0):
+    """The weights and options of a case, drawn from `seed`: a dict of its family's prepare
+    arguments (by their names)."""
     rng = np.random.default_rng(seed)
 
     def r(*shape, scale=0.1):
         return (rng.normal(size=shape) * scale).astype(dtype)
 
     if case.startswith("gru"):
-        lbr = case.endswith("linear_before_reset")
-        Wx, Wh, b = r(nIn, 3 * nOut), r(nOut, 3 * nOut), r(2, 3 * nOut, scale=0.5)
-        net = cells.gru.prepare(Wx, Wh, b, linear_before_reset=lbr, weights=weights)
+        return dict(Wx=r(nIn, 3 * nOut), Wh=r(nOut, 3 * nOut), b=r(2, 3 * nOut, scale=0.5),
+                    linear_before_reset=case.endswith("linear_before_reset"))
+    if case.startswith("lstm"):
+        projected, peep = case == "lstm_projected", case == "lstm_peepholes_clip"
+        nState = nProj if projected else nOut
+        return dict(Wx=r(nIn, 4 * nOut), Wr=r(nState, 4 * nOut), b=r(4 * nOut, scale=0.5),
+                    Wp=r(3 * nOut, scale=0.5) if peep else None,
+                    Wproj=r(nOut, nProj, scale=0.2) if projected else None,
+                    cell_clip=0.3 if peep else 0.0)
+    if case.startswith("rnn"):
+        return dict(Wx=r(nIn, nOut), Wh=r(nOut, nOut), b=r(nOut, scale=0.5),
+                    activation=case[4:])
+    return dict(W=r(3 * nOut, nOut + nIn), b=r(3 * nOut, scale=0.5))
+
+
+# Each family's prepare, by a case's first word.
+PREPARE = {"gru": cells.gru.prepare, "lstm": cells.lstm.prepare, "rnn": cells.rnn.prepare,
+           "lltm": cells.lltm.prepare}
+
+
+def prepare_case(case, params, weights=None):
+    """The net of a case from its parameters (case_parameters), on `weights` (prepare's)."""
+    return PREPARE[case.split("_")[0]](**params, weights=weights)
+
+
+def make_case(case, dtype, seed=0, weights=None):
+    """(net, weights, reference, time_loop) of a case: `reference(x, state, seq_len)` returns
+    the float64 (h, hL, cL or None) of the family's reference on the net's own (dtype-rounded)
+    weights, `time_loop(x, state, seq_len)` the (h, hL or None) of the family's time loop. With
+    `weights` ("int8", "bfloat16") the net packs them so (and the two others do not apply)."""
+    p = case_parameters(case, dtype, seed)
+    net = prepare_case(case, p, weights)
+    if case.startswith("gru"):
+        Wx, Wh, b, lbr = p["Wx"], p["Wh"], p["b"], p["linear_before_reset"]
 
         def reference(x, state, lengths):
             h, hL = gru_masked_forward(x, state.h, Wx, Wh, b, _lengths(lengths, x), True, lbr)
@@ -69,14 +98,8 @@ def make_case(case, dtype, seed=0, weights=None):
                                      seq_len=lengths), None
         return net, (Wx, Wh, b), reference, time_loop
     if case.startswith("lstm"):
-        projected, peep = case == "lstm_projected", case == "lstm_peepholes_clip"
-        nState = nProj if projected else nOut
-        Wx, Wr, b = r(nIn, 4 * nOut), r(nState, 4 * nOut), r(4 * nOut, scale=0.5)
-        Wp = r(3 * nOut, scale=0.5) if peep else None
-        Wproj = r(nOut, nProj, scale=0.2) if projected else None
-        clip = 0.3 if peep else 0.0
-        net = cells.lstm.prepare(Wx, Wr, b, Wp=Wp, Wproj=Wproj, cell_clip=clip,
-                                 weights=weights)
+        Wx, Wr, b, Wp, Wproj, clip = (p[k] for k in ("Wx", "Wr", "b", "Wp", "Wproj",
+                                                     "cell_clip"))
 
         def reference(x, state, lengths):
             return lstm_time_loop_forward(x, Wx, Wr, b, state.h, state.c, Wp, lengths, clip,
@@ -87,9 +110,7 @@ def make_case(case, dtype, seed=0, weights=None):
                                            seq_len=lengths, cell_clip=clip)[:2]
         return net, (Wx, Wr, b), reference, time_loop
     if case.startswith("rnn"):
-        act = case[4:]
-        Wx, Wh, b = r(nIn, nOut), r(nOut, nOut), r(nOut, scale=0.5)
-        net = cells.rnn.prepare(Wx, Wh, b, activation=act, weights=weights)
+        Wx, Wh, b, act = p["Wx"], p["Wh"], p["b"], p["activation"]
 
         def reference(x, state, lengths):
             h, hL, _ = rnn_seq_forward(x, state.h, Wx, Wh, b, act, lengths)
@@ -99,8 +120,7 @@ def make_case(case, dtype, seed=0, weights=None):
             return cells.rnnTimeLoop(x, state.h, Wx, Wh, b, activation=act,
                                      seq_len=lengths), None
         return net, (Wx, Wh, b), reference, time_loop
-    W, b = r(3 * nOut, nOut + nIn), r(3 * nOut, scale=0.5)
-    net = cells.lltm.prepare(W, b, weights=weights)
+    W, b = p["W"], p["b"]
 
     def reference(x, state, lengths):
         return lltm_seq_forward(x, W, b, state.h, state.c, lengths)[:3]

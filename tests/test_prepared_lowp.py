@@ -14,7 +14,7 @@ from lltm_reference import lltm_cell_forward
 from lowp_reference import PRODUCTS, bf16, int8_product, int8_weights, one_flip
 from lstm_reference import lstm_cell_forward
 from rnn_reference import rnn_cell_forward
-from test_prepared import CASES, nIn, nOut, nProj, random_state
+from test_prepared import CASES, case_parameters, nIn, nOut, prepare_case, random_state
 
 import cells
 
@@ -33,30 +33,14 @@ TOL = 4e-6
 
 
 def lowp_case(case, kind, seed=0):
-    """(net, step): the net of `case` (test_prepared's CASES) on `kind` weights, and
-    step(x [bS, nIn], state) -> (h, state arrays, allowances): the reference's step from that
-    state with the kind's products, and how far one element of an intermediate product
-    (computed in float32 by the net) may move each state array (h's is the first)."""
-    rng = np.random.default_rng(seed)
+    """(net, step): the net of `case` (test_prepared's CASES, or lstm_activations) on `kind`
+    weights, and step(x [bS, nIn], state) -> (h, state arrays, allowances): the reference's
+    step from that state with the kind's products, and how far one element of an intermediate
+    product (computed in float32 by the net) may move each state array (h's is the first)."""
     product = PRODUCTS[kind]
-
-    def r(*shape, scale=0.1):
-        return (rng.normal(size=shape) * scale).astype(np.float32)
-
-    if case.startswith("gru"):
-        lbr = case.endswith("linear_before_reset")
-        Wx, Wh, b = r(nIn, 3 * nOut), r(nOut, 3 * nOut), r(2, 3 * nOut, scale=0.5)
-        net = cells.gru.prepare(Wx, Wh, b, linear_before_reset=lbr, weights=kind)
-
-        def step(x, state):
-            gates, h = gru_cell_forward(x, state.h, Wx, Wh, b, lbr, product=product)
-            # reset-before multiplies r∘h, which the net computes in float32
-            flip = 0 if lbr else one_flip(gates[:, :nOut] * state.h, Wh[:, 2 * nOut:], kind)
-            return h, (h,), (flip,)
-        return net, step
     if case == "lstm_activations":
-        Wx, Wr, b = r(nIn, 4 * nOut), r(nOut, 4 * nOut), r(4 * nOut, scale=0.5)
-        net = cells.lstm.prepare(Wx, Wr, b, weights=kind, **ACTIVATIONS)
+        p = dict(case_parameters("lstm", np.float32, seed), **ACTIVATIONS)
+        Wx, Wr, b = p["Wx"], p["Wr"], p["b"]
 
         def hard_sigmoid(z):
             return np.clip(0.2 * z + 0.5, 0, 1)
@@ -67,15 +51,20 @@ def lowp_case(case, kind, seed=0):
             c = hard_sigmoid(zf) * state.c + hard_sigmoid(zi) * 1.5 * np.tanh(0.7 * zg)
             h = hard_sigmoid(zo) * c / (1 + np.abs(c))
             return h, (h, c), (0, 0)
-        return net, step
-    if case.startswith("lstm"):
-        projected, peep = case == "lstm_projected", case == "lstm_peepholes_clip"
-        nState = nProj if projected else nOut
-        Wx, Wr, b = r(nIn, 4 * nOut), r(nState, 4 * nOut), r(4 * nOut, scale=0.5)
-        Wp = r(3 * nOut, scale=0.5) if peep else None
-        Wproj = r(nOut, nProj, scale=0.2) if projected else None
-        clip = 0.3 if peep else 0.0
-        net = cells.lstm.prepare(Wx, Wr, b, Wp=Wp, Wproj=Wproj, cell_clip=clip, weights=kind)
+        return prepare_case("lstm", p, kind), step
+    p = case_parameters(case, np.float32, seed)
+    net = prepare_case(case, p, kind)
+    if case.startswith("gru"):
+        Wx, Wh, b, lbr = p["Wx"], p["Wh"], p["b"], p["linear_before_reset"]
+
+        def step(x, state):
+            gates, h = gru_cell_forward(x, state.h, Wx, Wh, b, lbr, product=product)
+            # reset-before multiplies r∘h, which the net computes in float32
+            flip = 0 if lbr else one_flip(gates[:, :nOut] * state.h, Wh[:, 2 * nOut:], kind)
+            return h, (h,), (flip,)
+    elif case.startswith("lstm"):
+        Wx, Wr, b, Wp, Wproj, clip = (p[k] for k in ("Wx", "Wr", "b", "Wp", "Wproj",
+                                                     "cell_clip"))
 
         def step(x, state):
             h, c, cache = lstm_cell_forward(x, Wx, Wr, b, state.h, state.c, Wp, clip,
@@ -83,22 +72,18 @@ def lowp_case(case, kind, seed=0):
             # the projection multiplies m, which the net computes in float32
             flip = 0 if Wproj is None else one_flip(cache["m"], Wproj, kind)
             return h, (h, c), (flip, 0)
-        return net, step
-    if case.startswith("rnn"):
-        act = case[4:]
-        Wx, Wh, b = r(nIn, nOut), r(nOut, nOut), r(nOut, scale=0.5)
-        net = cells.rnn.prepare(Wx, Wh, b, activation=act, weights=kind)
+    elif case.startswith("rnn"):
+        Wx, Wh, b, act = p["Wx"], p["Wh"], p["b"], p["activation"]
 
         def step(x, state):
             h, _ = rnn_cell_forward(x, state.h, Wx, Wh, b, act, product=product)
             return h, (h,), (0,)
-        return net, step
-    W, b = r(3 * nOut, nOut + nIn), r(3 * nOut, scale=0.5)
-    net = cells.lltm.prepare(W, b, weights=kind)
+    else:
+        W, b = p["W"], p["b"]
 
-    def step(x, state):
-        h, c, *_ = lltm_cell_forward(x, W, b, state.h, state.c, product=product)
-        return h, (h, c), (0, 0)
+        def step(x, state):
+            h, c, *_ = lltm_cell_forward(x, W, b, state.h, state.c, product=product)
+            return h, (h, c), (0, 0)
     return net, step
 
 
