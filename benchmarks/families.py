@@ -3,9 +3,11 @@
 outputs are compared. FAMILIES holds them by name; everything else in the benchmarks is written
 once for all families.
 
-The cells functions of a family are looked up by name when they are first used, so that the
-benchmarks run on a cells from before a family existed (Family.available) and compare.py can
-time two checkouts of different ages.
+What cells declares of a family (cells/_families.py: its time loop's arguments and shapes,
+results, variants, gate blocks) is read from the declaration; this module adds what only the
+benchmarks know (the NumPy, PyTorch and ONNX versions). The cells functions of a family are
+looked up by name when they are first used, so that the benchmarks run on a cells from before
+a family's functions existed (Family.available).
 """
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ import numpy as np
 
 import cells
 import numpy_cells
+from cells import _families
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Family:
     """What the generic code needs to know about one cell type.
 
     arg_specs(shape) -> {name: (kind, dims)}: the kernel's positional inputs in cells' order,
-      kind "x", "state" or "param" choosing the random distribution (harness.make_inputs);
+      kind "input", "state" or "weight" choosing the random distribution (harness.make_inputs);
     variants: variant name -> keyword options passed to the NumPy and cells functions;
     numpy_forward, numpy_backward: the family's NumPy cell (numpy_cells.py);
     cells_forward, cells_backward: names of the time loop and its backward in `cells`;
@@ -45,8 +48,8 @@ class Family:
       inference, or None where ONNX has no operator for the family;
     gate_blocks: how many blocks of H columns the weights have (GRU and LLTM 3, LSTM 4, RNN 1).
 
-    A new family is one more Family below: its NumPy cell (numpy_cells.py), its PyTorch and
-    ONNX versions where they exist."""
+    A new family is one more declared() below: its NumPy cell (numpy_cells.py), its PyTorch
+    and ONNX versions where they exist."""
     name: str
     arg_specs: Callable
     variants: dict
@@ -221,56 +224,37 @@ def _onnx_rnn(inp, *, activation):
 # The families
 # ----------------------------------------------------------------------------------------------
 
-GRU = Family(
-    name="gru",
-    arg_specs=lambda s: {"x": ("x", (s.T, s.B, s.I)), "hI": ("state", (s.B, s.H)),
-                         "Wx": ("param", (s.I, 3 * s.H)), "Wh": ("param", (s.H, 3 * s.H)),
-                         "b": ("param", (2, 3 * s.H))},
-    variants={"reset_before": {"linear_before_reset": False},
-              "linear_before_reset": {"linear_before_reset": True}},
-    numpy_forward=numpy_cells.numpy_gru, numpy_backward=numpy_cells.numpy_gru_bp,
-    cells_forward="gruTimeLoop", cells_backward="gruTimeLoopBp",
-    outputs=("h",), grads=("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"),
-    state_names=("hI",), recurrent_grad="dLdWh",
-    torch_model=_torch_gru, torch_name="torch.nn.GRU (linear_before_reset only)",
-    onnx_model=_onnx_gru, gate_blocks=3)
+def declared(name, **benchmarks):
+    """The Family of cells' declared family `name` (cells/_families.py), with the fields only
+    the benchmarks know (`benchmarks`)."""
+    family = _families.FAMILIES[name]
+    return Family(
+        name=name,
+        arg_specs=lambda s: {a.name: (a.kind, a.shape(_families.Dims(s.T, s.B, s.I, s.H)))
+                             for a in family.arguments},
+        variants={variant: options for variant, (_, options) in family.variants.items()},
+        cells_forward=family.time_loop, cells_backward=family.time_loop_bp,
+        outputs=family.outputs, grads=family.grads,
+        state_names=tuple(a.name for a in family.arguments if a.kind == "state"),
+        gate_blocks=family.gates, **benchmarks)
 
-LSTM = Family(
-    name="lstm",
-    arg_specs=lambda s: {"x": ("x", (s.T, s.B, s.I)), "Wx": ("param", (s.I, 4 * s.H)),
-                         "Wr": ("param", (s.H, 4 * s.H)), "b": ("param", (4 * s.H,)),
-                         "hI": ("state", (s.B, s.H)), "cI": ("state", (s.B, s.H))},
-    variants={"-": {}},
-    numpy_forward=numpy_cells.numpy_lstm, numpy_backward=numpy_cells.numpy_lstm_bp,
-    cells_forward="lstmLayerTimeLoop", cells_backward="lstmLayerTimeLoopBp",
-    outputs=("h", "hL", "cL"), grads=("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI"),
-    state_names=("hI", "cI"), recurrent_grad="dLdWr",
-    torch_model=_torch_lstm, torch_name="torch.nn.LSTM", onnx_model=_onnx_lstm, gate_blocks=4)
 
-LLTM = Family(
-    name="lltm",
-    arg_specs=lambda s: {"x": ("x", (s.T, s.B, s.I)), "W": ("param", (3 * s.H, s.H + s.I)),
-                         "b": ("param", (3 * s.H,)), "hI": ("state", (s.B, s.H)),
-                         "cI": ("state", (s.B, s.H))},
-    variants={"-": {}},
-    numpy_forward=numpy_cells.numpy_lltm, numpy_backward=numpy_cells.numpy_lltm_bp,
-    cells_forward="lltmTimeLoop", cells_backward="lltmTimeLoopBp",
-    outputs=("h", "hL", "cL"), grads=("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"),
-    state_names=("hI", "cI"), recurrent_grad="dLdW",
-    torch_model=_torch_lltm, torch_name="the tutorial's pure-PyTorch LLTM step, looped",
-    onnx_model=None, gate_blocks=3)
-
-RNN = Family(
-    name="rnn",
-    arg_specs=lambda s: {"x": ("x", (s.T, s.B, s.I)), "hI": ("state", (s.B, s.H)),
-                         "Wx": ("param", (s.I, s.H)), "Wh": ("param", (s.H, s.H)),
-                         "b": ("param", (2, s.H))},
-    variants={"tanh": {"activation": "tanh"}, "relu": {"activation": "relu"}},
-    numpy_forward=numpy_cells.numpy_rnn, numpy_backward=numpy_cells.numpy_rnn_bp,
-    cells_forward="rnnTimeLoop", cells_backward="rnnTimeLoopBp",
-    outputs=("h",), grads=("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"),
-    state_names=("hI",), recurrent_grad="dLdWh",
-    torch_model=_torch_rnn, torch_name="torch.nn.RNN", onnx_model=_onnx_rnn, gate_blocks=1)
+GRU = declared(
+    "gru", numpy_forward=numpy_cells.numpy_gru, numpy_backward=numpy_cells.numpy_gru_bp,
+    recurrent_grad="dLdWh", torch_model=_torch_gru,
+    torch_name="torch.nn.GRU (linear_before_reset only)", onnx_model=_onnx_gru)
+LSTM = declared(
+    "lstm", numpy_forward=numpy_cells.numpy_lstm, numpy_backward=numpy_cells.numpy_lstm_bp,
+    recurrent_grad="dLdWr", torch_model=_torch_lstm, torch_name="torch.nn.LSTM",
+    onnx_model=_onnx_lstm)
+LLTM = declared(
+    "lltm", numpy_forward=numpy_cells.numpy_lltm, numpy_backward=numpy_cells.numpy_lltm_bp,
+    recurrent_grad="dLdW", torch_model=_torch_lltm,
+    torch_name="the tutorial's pure-PyTorch LLTM step, looped", onnx_model=None)
+RNN = declared(
+    "rnn", numpy_forward=numpy_cells.numpy_rnn, numpy_backward=numpy_cells.numpy_rnn_bp,
+    recurrent_grad="dLdWh", torch_model=_torch_rnn, torch_name="torch.nn.RNN",
+    onnx_model=_onnx_rnn)
 
 FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM, RNN)}
 

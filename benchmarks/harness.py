@@ -89,7 +89,7 @@ def make_inputs(family, shape, dtype=np.float32, seed=0):
     order."""
     family = get_family(family)
     rng = np.random.default_rng(seed)
-    bounds = {"x": 1.0, "state": 0.5, "param": 1.0 / np.sqrt(shape.H)}
+    bounds = {"input": 1.0, "state": 0.5, "weight": 1.0 / np.sqrt(shape.H)}
     args = {name: rng.uniform(-bounds[kind], bounds[kind], dims)
             for name, (kind, dims) in family.arg_specs(shape).items()}
     return Inputs(args, np.ones((shape.T, shape.B, shape.H))).astype(dtype)

@@ -21,7 +21,6 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
 
@@ -29,6 +28,7 @@ import numpy as np
 import threadpoolctl
 
 import cells
+from cells import _families
 
 
 @dataclass(frozen=True)
@@ -45,54 +45,44 @@ class Shape:
 
 @dataclass(frozen=True)
 class Family:
-    """One cell type as the check and the timing call it.
+    """A family as the check and the timing call it, from its declaration (cells/_families.py).
 
-    input_dims(shape) -> {name: dims}: the positional inputs of forward and backward, in order;
-      the backward returns their gradients in the same order (the LSTM adds dLdWp, None here);
-    outputs: the names of the forward's outputs (without the workspace);
+    forward, backward: its time loop and the loop's backward, which returns the gradients of
+      the declared arguments first, in their order;
+    input_dims(shape) -> {name: dims}: the declared arguments' shapes;
     final_states(outputs) -> {keyword: array}: the final states among the forward's outputs,
       by the backward's keyword for the gradient arriving at each;
-    variants: variant name -> keyword options of forward and backward;
-    blocks: gate blocks of H columns in the weights (gemm FLOPs: 2·T·B·(I+H)·blocks·H)."""
-    name: str
-    forward: Callable
-    backward: Callable
-    input_dims: Callable
-    outputs: tuple
-    final_states: Callable
-    variants: dict
-    blocks: int
+    variants: variant name -> keyword options of forward and backward."""
+    declared: _families.Family
+
+    @property
+    def name(self):
+        return self.declared.name
+
+    @property
+    def forward(self):
+        return getattr(cells, self.declared.time_loop)
+
+    @property
+    def backward(self):
+        return getattr(cells, self.declared.time_loop_bp)
+
+    @property
+    def outputs(self):
+        return self.declared.outputs
+
+    @property
+    def variants(self):
+        return {variant: options for variant, (_, options) in self.declared.variants.items()}
+
+    def input_dims(self, shape):
+        return self.declared.shapes(_families.Dims(shape.T, shape.B, shape.I, shape.H))
+
+    def final_states(self, outputs):
+        return self.declared.final_state_values(outputs)
 
 
-GRU = Family(
-    "gru", cells.gruTimeLoop, cells.gruTimeLoopBp,
-    lambda s: {"x": (s.T, s.B, s.I), "hI": (s.B, s.H), "Wx": (s.I, 3 * s.H),
-               "Wh": (s.H, 3 * s.H), "b": (2, 3 * s.H)},
-    ("h",), lambda out: {"dLdhLast": out[0][-1]},
-    {"reset_before": {"linear_before_reset": False},
-     "linear_before_reset": {"linear_before_reset": True}},
-    blocks=3)
-LSTM = Family(
-    "lstm", cells.lstmLayerTimeLoop, cells.lstmLayerTimeLoopBp,
-    lambda s: {"x": (s.T, s.B, s.I), "Wx": (s.I, 4 * s.H), "Wr": (s.H, 4 * s.H),
-               "b": (4 * s.H,), "hI": (s.B, s.H), "cI": (s.B, s.H)},
-    ("h", "hL", "cL"), lambda out: {"dLdhL": out[1], "dLdcL": out[2]},
-    {"-": {}}, blocks=4)
-LLTM = Family(
-    "lltm", cells.lltmTimeLoop, cells.lltmTimeLoopBp,
-    lambda s: {"x": (s.T, s.B, s.I), "W": (3 * s.H, s.H + s.I), "b": (3 * s.H,),
-               "hI": (s.B, s.H), "cI": (s.B, s.H)},
-    ("h", "hL", "cL"), lambda out: {"dLdhL": out[1], "dLdcL": out[2]},
-    {"-": {}}, blocks=3)
-
-RNN = Family(
-    "rnn", cells.rnnTimeLoop, cells.rnnTimeLoopBp,
-    lambda s: {"x": (s.T, s.B, s.I), "hI": (s.B, s.H), "Wx": (s.I, s.H), "Wh": (s.H, s.H),
-               "b": (2, s.H)},
-    ("h",), lambda out: {"dLdhLast": out[0][-1]},
-    {"tanh": {"activation": "tanh"}, "relu": {"activation": "relu"}}, blocks=1)
-
-FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM, RNN)}
+FAMILIES = {name: Family(declared) for name, declared in _families.FAMILIES.items()}
 
 CHECK_SHAPE = Shape(T=6, B=3, I=4, H=3)
 BENCH_SHAPES = (Shape(T=100, B=1, I=128, H=128), Shape(T=100, B=64, I=256, H=256))
@@ -289,7 +279,8 @@ def benchmark(families, threads, repeats):
     for family in families:
         for variant, opts in family.variants.items():
             for shape in BENCH_SHAPES:
-                flops = 2 * shape.T * shape.B * (shape.I + shape.H) * family.blocks * shape.H
+                gates = family.declared.gates
+                flops = 2 * shape.T * shape.B * (shape.I + shape.H) * gates * shape.H
                 inference, training = time_variant(family, opts, shape, threads, repeats)
                 lines.append((family.name, variant, str(shape), f"{inference:.3f}",
                               f"{flops / inference / 1e6:.1f}", f"{training:.3f}",

@@ -1,4 +1,4 @@
-"""A time loop's workspace is consumed by its backward pass (GRU, LSTM, LLTM alike).
+"""A time loop's workspace is consumed by its backward pass (every declared family alike).
 
 The backward writes each step's gradients over the gates (and the GRU's hc) it has just read,
 so that a training step needs no memory beyond the workspace; it leaves those buffers read-only
@@ -8,43 +8,29 @@ import numpy as np
 import pytest
 
 import cells
+from cells import _families
 
 
-def _gru(rng, sL, bS, nIn, nOut):
-    args = (rng.standard_normal((sL, bS, nIn)), rng.standard_normal((bS, nOut)),
-            rng.standard_normal((nIn, 3 * nOut)), rng.standard_normal((nOut, 3 * nOut)),
-            rng.standard_normal((2, 3 * nOut)))
-    return args, ("gates", "hc")
+def make(family, rng, dims):
+    """Random arguments of a declared family (cells/_families.py) and its consumed buffers."""
+    args = tuple(rng.standard_normal(a.shape(dims)) for a in family.arguments)
+    return args, family.consumed
 
 
-def _lstm(rng, sL, bS, nIn, nOut):
-    args = (rng.standard_normal((sL, bS, nIn)), rng.standard_normal((nIn, 4 * nOut)),
-            rng.standard_normal((nOut, 4 * nOut)), rng.standard_normal(4 * nOut),
-            rng.standard_normal((bS, nOut)), rng.standard_normal((bS, nOut)))
-    return args, ("gates",)
-
-
-def _lltm(rng, sL, bS, nIn, nOut):
-    args = (rng.standard_normal((sL, bS, nIn)), rng.standard_normal((3 * nOut, nOut + nIn)),
-            rng.standard_normal(3 * nOut), rng.standard_normal((bS, nOut)),
-            rng.standard_normal((bS, nOut)))
-    return args, ("gates",)
-
-
-FAMILIES = {
-    "gru": (_gru, cells.gruTimeLoop, cells.gruTimeLoopBp, {"linear_before_reset": True}),
-    "gru_rb": (_gru, cells.gruTimeLoop, cells.gruTimeLoopBp, {"linear_before_reset": False}),
-    "lstm": (_lstm, cells.lstmLayerTimeLoop, cells.lstmLayerTimeLoopBp, {}),
-    "lltm": (_lltm, cells.lltmTimeLoop, cells.lltmTimeLoopBp, {}),
-}
+# Every declared family and variant: (its declaration, time loop, backward, options).
+FAMILIES = {f"{name}-{variant}": (family, getattr(cells, family.time_loop),
+                                  getattr(cells, family.time_loop_bp), options)
+            for name, family in _families.FAMILIES.items()
+            for variant, (_, options) in family.variants.items()}
+DIMS = _families.Dims(sL=4, bS=3, nIn=5, nOut=6)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 @pytest.mark.parametrize("seq_len,forward", [(None, True), (np.array([4, 0, 2]), False)])
 def test_backward_consumes_the_workspace(family, seq_len, forward):
-    make, loop, loop_bp, opts = FAMILIES[family]
+    declared, loop, loop_bp, opts = FAMILIES[family]
     rng = np.random.default_rng(7)
-    args, consumed = make(rng, 4, 3, 5, 6)
+    args, consumed = make(declared, rng, DIMS)
     dLdh = rng.standard_normal((4, 3, 6))
     opts = dict(opts, seq_len=seq_len, forward=forward)
     out = loop(*args, return_workspace=True, **opts)
@@ -69,9 +55,9 @@ def test_backward_consumes_the_workspace(family, seq_len, forward):
 def test_workspace_of_other_options_is_refused(family):
     """A workspace records seq_len and forward; a backward with other ones (which would read
     the wrong steps' gates) is a ValueError naming the option, not a wrong gradient."""
-    make, loop, loop_bp, opts = FAMILIES[family]
+    declared, loop, loop_bp, opts = FAMILIES[family]
     rng = np.random.default_rng(8)
-    args, _ = make(rng, 4, 3, 5, 6)
+    args, _ = make(declared, rng, DIMS)
     dLdh = rng.standard_normal((4, 3, 6))
     lengths = np.array([4, 1, 3])
     for made, now, option in (({}, {"seq_len": lengths}, "seq_len"),
