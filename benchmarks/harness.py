@@ -183,6 +183,21 @@ def cells_contender(family, inp, training, variant, threads):
     return Contender("cells", run)
 
 
+def serving_contender(family, inp, variant, threads):
+    """cells' serving path: the family's net prepared once (cells.<family>.prepare on the
+    weights), then one time step per call ([1, B, I]) from the initial states."""
+    states = tuple(inp[name] for name in family.state_names)
+    weights = [a for name, a in inp.args.items() if name != "x" and name not in family.state_names]
+    net = getattr(cells, family.name).prepare(*weights, **family.variants[variant],
+                                              n_threads=threads)
+    x, state = np.ascontiguousarray(inp.x[:1]), net.State(*states)
+
+    def run():
+        return net(x, state).h
+
+    return Contender("cells", run)
+
+
 def optional_torch():
     """The torch module, or None when it is not installed."""
     try:

@@ -3,8 +3,9 @@
     python benchmarks/timing.py --out times.json
     python benchmarks/timing.py --family gru --shapes medium --threads 2 --repeats 5
 
-Inference and a training step (forward with its workspace, backward of loss = h.sum()),
-float32, for every family and variant of families.py that the imported cells has (see
+Inference, a training step (forward with its workspace, backward of loss = h.sum()) and one
+step through a prepared net (the serving path, cells.<family>.prepare), float32, for every
+family and variant of families.py that the imported cells has (see
 benchmarks/README.md for how the benchmarks import cells), on bench.py's shapes small, medium
 and large, with 1 and 2 threads; --repeats samples per case after a warm-up call
 (harness.time_alternating, cells alone: no settling sleeps). No reference is computed: the
@@ -39,6 +40,17 @@ def parse_args(argv):
 
 
 
+TASKS = ("inference", "training", "serving")
+
+
+def contender_of(task, family, inp, variant, n_threads):
+    """The cells contender of one task: the time loop (inference), a training step, or one
+    step through a prepared net (serving)."""
+    if task == "serving":
+        return harness.serving_contender(family, inp, variant, n_threads)
+    return harness.cells_contender(family, inp, task == "training", variant, n_threads)
+
+
 def time_cells(families, shapes, threads, repeats):
     """One row per case: family, variant, shape (its name), T, B, I, H, threads, task, ms (the
     median), samples_ms."""
@@ -48,15 +60,13 @@ def time_cells(families, shapes, threads, repeats):
             shape = SHAPES[name]
             inp = harness.make_inputs(family, shape, np.float32)
             for n_threads in threads:
-                for training in (False, True):
+                for task in TASKS:
                     for variant in family.variants:
-                        contender = harness.cells_contender(family, inp, training, variant,
-                                                            n_threads)
+                        contender = contender_of(task, family, inp, variant, n_threads)
                         samples, _ = harness.time_alternating([contender], repeats, settle_s=0)
                         ms = [1e3 * s for s in samples["cells"]]
                         rows.append({"family": family.name, "variant": variant, "shape": name,
-                                     **vars(shape), "threads": n_threads,
-                                     "task": "training" if training else "inference",
+                                     **vars(shape), "threads": n_threads, "task": task,
                                      "ms": median(ms), "samples_ms": ms})
     return rows
 
