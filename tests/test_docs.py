@@ -11,19 +11,17 @@ from pathlib import Path
 import pytest
 
 import cells
+from cells import _families
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 # The sdist ships docs/ and the README; a checkout without them has nothing to check here.
 needs_docs = pytest.mark.skipif(not (DOCS / "conf.py").exists(), reason="no docs/ here")
 
-# The modules whose docstrings carry examples; cells.torch needs torch.
-MODULES = [
-    "cells.gru",
-    "cells.lstm",
+# The modules whose docstrings carry examples (every declared family's among them); cells.torch
+# needs torch.
+MODULES = [f"cells.{family}" for family in _families.FAMILIES] + [
     "cells.lstm_layer",
-    "cells.lltm",
-    "cells.rnn",
     "cells._prepared",
     "cells.convert",
     "cells.onnx",
@@ -36,7 +34,7 @@ NEEDS = {"cells.torch": "torch", "cells.convert": "torch"}
 def public_names():
     """Every public name: cells' __all__, the families' prepare, and the submodules' __all__."""
     names = [f"cells.{n}" for n in cells.__all__]
-    names += [f"cells.{f}.prepare" for f in ("gru", "lstm", "rnn", "lltm")]
+    names += [f"cells.{f}.prepare" for f in _families.FAMILIES]
     for module in ("convert", "onnx", "cuda", "torch"):
         if module == "torch":
             pytest.importorskip("torch")

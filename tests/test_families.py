@@ -9,7 +9,8 @@ changing.
 - results of the arguments' dtype and the declared shapes, float32 and float64, and empty
   batches and sequences;
 - the workspace holds the declared arrays and the backward consumes the declared ones
-  (tests/test_workspace.py checks what consuming means).
+  (tests/test_workspace.py checks what consuming means);
+- input_grad=False skips dL/dx alone: every other gradient is the full pass's, bit for bit.
 
 Each family's own tests (tests/test_<family>_*.py) hold it to its independent float64
 reference, PyTorch and ONNX Runtime.
@@ -114,3 +115,20 @@ def test_results_keep_the_dtype_and_the_declared_shapes(family, options, dtype, 
         kept = getattr(workspace, name)
         assert kept is None or not kept.flags.writeable, name
     assert [r.dtype for r in results] == [np.dtype(dtype)] * len(results)
+
+
+@pytest.mark.parametrize("family, options", CASES)
+def test_without_input_grad_the_other_gradients_are_the_same(family, options):
+    options = dict(options, seq_len=np.array([4, 1, 3]), forward=False)
+    arrays = draw(family, DIMS, np.float64, seed=4)
+    dLdh = np.random.default_rng(5).standard_normal((DIMS.sL, DIMS.bS, DIMS.nOut))
+    backward = getattr(cells, family.time_loop_bp)
+    full = backward(*arrays.values(), dLdh, **options)
+    partial = backward(*arrays.values(), dLdh, input_grad=False, **options)
+    assert type(partial) is type(full)
+    assert full.dLdx.shape == arrays["x"].shape and partial.dLdx is None
+    for name, a, b in zip(full._fields[1:], full[1:], partial[1:]):
+        if a is None:
+            assert b is None, name
+        else:
+            np.testing.assert_array_equal(b, a, err_msg=name)

@@ -1,5 +1,6 @@
-"""input_grad=False on every time loop's backward pass: dL/dx is not computed (None), and every
-other gradient is exactly the one of the full pass (the same arithmetic, one product fewer)."""
+"""input_grad=False on the LSTM's projected backward pass (tests/test_families.py runs every
+declared family's without it): dL/dx is not computed (None), and every other gradient is exactly
+the one of the full pass (the same arithmetic, one product fewer)."""
 import numpy as np
 import pytest
 
@@ -15,21 +16,12 @@ def r(*shape):
 
 x, h0, c0, dLdh = r(sL, bS, nIn), r(bS, nOut), r(bS, nOut), r(sL, bS, nOut)
 SEQ = dict(seq_len=np.array([4, 1, 3]), forward=False)
-# family: a call of its backward pass with the given keywords
+# Every declared family's backward runs without input_grad in tests/test_families.py; here the
+# option that its shapes do not declare, the LSTM's projection.
 BACKWARDS = {
-    "gru": lambda **kw: cells.gruTimeLoopBp(x, h0, r(nIn, 3 * nOut), r(nOut, 3 * nOut),
-                                            r(2, 3 * nOut), dLdh, linear_before_reset=True,
-                                            **SEQ, **kw),
-    "lstm": lambda **kw: cells.lstmLayerTimeLoopBp(x, r(nIn, 4 * nOut), r(nOut, 4 * nOut),
-                                                   r(4 * nOut), h0, c0, dLdh, dLdcL=c0, **SEQ,
-                                                   **kw),
     "lstm_projected": lambda **kw: cells.lstmLayerTimeLoopBp(
         x, r(nIn, 4 * nOut), r(2, 4 * nOut), r(4 * nOut), h0[:, :2], c0, dLdh[..., :2],
         Wproj=r(nOut, 2), **SEQ, **kw),
-    "lltm": lambda **kw: cells.lltmTimeLoopBp(x, r(3 * nOut, nOut + nIn), r(3 * nOut), h0, c0,
-                                              dLdh, **SEQ, **kw),
-    "rnn": lambda **kw: cells.rnnTimeLoopBp(x, h0, r(nIn, nOut), r(nOut, nOut), r(2, nOut),
-                                            dLdh, activation="relu", **SEQ, **kw),
 }
 
 
@@ -50,4 +42,4 @@ def test_without_input_grad(family):
 
 def test_input_grad_must_be_a_bool():
     with pytest.raises(TypeError, match="input_grad"):
-        BACKWARDS["gru"](input_grad="no")
+        BACKWARDS["lstm_projected"](input_grad="no")
