@@ -138,7 +138,6 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     sL, bS, nIn, nOut = dims
     fam = _time_loop.family(family)
     n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
-    two_phases = fam.h_blocks < fam.gates
     G, dtype = n_gates * nOut, x.dtype
     nState = nOut if Wproj is None else Wproj.shape[1]
     projected = Wproj is not None
@@ -166,7 +165,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             c=_c_order(c), gates=gates, aux=aux, m=_c_order(m), dLdh=_c_order(dLdh),
             dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
             d=np.empty((2, bS, G), dtype),
-            daux=np.empty((bS, nOut), dtype) if two_phases else None,
+            daux=np.empty((bS, nOut), dtype) if fam.phases == 2 else None,
             ms=np.empty((bS, nOut), dtype) if projected else None,
             dh_step=np.empty((bS, nState), dtype) if projected else None,
             dh_steps=np.empty((sL, bS, nState), dtype) if projected else None,

@@ -1,6 +1,7 @@
-# The cell families of the time loop (include/cells/families.h: the table of what each family
-# is, and the dispatch to its steps, whose signature include/cells/step.h documents), with the
-# step functions dispatched on the fused type `real`.
+# The cell families of the time loop (include/cells/families.h, generated from the rows of
+# include/cells/family_rows.h: the table of what each family is, its name, and the dispatch to
+# its steps, whose signature include/cells/step.h documents), with the step functions
+# dispatched on the fused type `real`.
 from cells._blas cimport real
 
 cdef extern from "cells/families.h" nogil:
@@ -19,24 +20,33 @@ cdef extern from "cells/families.h" nogil:
         cells_activation cell_act
         cells_activation out_act
 
-    enum cells_family:
-        CELLS_GRU_RESET_BEFORE
-        CELLS_GRU_LINEAR_BEFORE_RESET
-        CELLS_LSTM
-        CELLS_LLTM
-        CELLS_RNN
+    # The families (generated from include/cells/family_rows.h): CELLS_FAMILIES of them, each
+    # an index into the table and the names.
+    enum:
+        CELLS_FAMILIES
+
+    enum cells_param_grad:
+        CELLS_PARAM_GRAD_NONE
+        CELLS_PARAM_GRAD_AUX
+        CELLS_PARAM_GRAD_PEEPHOLES
 
     ctypedef struct cells_family_info:
         Py_ssize_t gates
         bint cell_state
         Py_ssize_t h_blocks
+        int phases
         bint aux
         bint aux_kept
         Py_ssize_t aux_grad_block
         Py_ssize_t param_blocks
+        int param_grad
         bint projects
+        bint row_reduction
+        bint recurrent_product
 
     const cells_family_info *cells_families
+    const char * const *cells_family_names
+    const char * const *cells_family_sources
 
     void cells_forward_step_f(int family, bint second_phase, const cells_step_options *o,
                               Py_ssize_t n, Py_ssize_t nOut, const float *zx, float *zh,

@@ -67,7 +67,7 @@ def _weights(xp, fam, nOut, Wx, Wh, W):
     if W is not None:
         Wx, Wh = W[:, nOut:].T, W[:, :nOut].T
     NH = fam.h_blocks * nOut
-    Wh_x = xp.ascontiguousarray(Wh[:, NH:]) if fam.h_blocks < fam.gates else None
+    Wh_x = xp.ascontiguousarray(Wh[:, NH:]) if fam.phases == 2 else None
     return Wx, xp.ascontiguousarray(Wh[:, :NH]), Wh_x
 
 
@@ -84,7 +84,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     fam = FAMILIES[family]
     sL, bS, nIn, nOut = dims
     G, NH, dtype = fam.gates * nOut, fam.h_blocks * nOut, x.dtype
-    two_phases = fam.h_blocks < fam.gates
+    two_phases = fam.phases == 2
     x, hI, cI, b, P, Wproj = (_c_order(xp, a) for a in (x, hI, cI, b, P, Wproj))
     projected = Wproj is not None
     nState = Wproj.shape[1] if projected else nOut
@@ -219,7 +219,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     fam = FAMILIES[family]
     sL, bS, nIn, nOut = dims
     G, NH, dtype, SB = fam.gates * nOut, fam.h_blocks * nOut, x.dtype, sL * bS
-    two_phases = fam.h_blocks < fam.gates
+    two_phases = fam.phases == 2
     x, hI, cI, P, dLdh, dLdgates, Wproj = (
         _c_order(xp, a) for a in (x, hI, cI, P, dLdh, dLdgates, Wproj))
     projected = Wproj is not None
@@ -288,7 +288,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
         dLdWh = xp.concatenate([dLdWh, aux.reshape(SB, nOut).T @ dz[:, NH:]], axis=1)
     dLdP = None
     if P is not None:
-        dLdP = _param_grad(xp, family, dims, seq_len, fwd, gates, aux, cI, c)
+        dLdP = _param_grad(xp, fam, dims, seq_len, fwd, gates, aux, cI, c)
     dLdWproj = None
     if projected:
         dLdWproj = m.reshape(SB, nOut).T @ dh_steps.reshape(SB, nState)
@@ -317,12 +317,14 @@ def _step_state_grads(xp, steps, t, dLdh, carried, dh_steps, dh_step, arriving):
     xp.copyto(carried, 0, where=running[t])
 
 
-def _param_grad(xp, family, dims, seq_len, fwd, dz, aux, cI, c):
-    """dL/dP, the family's own parameters, as reductions over every step: the lbr GRU's bh_c
-    (Σ dL/dhc, which aux holds), the LSTM's peepholes (i, f, o): Σ dzi∘cPrev, Σ dzf∘cPrev,
-    Σ dzo∘c."""
+def _param_grad(xp, fam, dims, seq_len, fwd, dz, aux, cI, c):
+    """dL/dP, the family's own parameters, as the reductions over every step that its
+    declared param_grad names (include/cells/family_rows.h): "aux", Σ aux (the lbr GRU's bh_c,
+    whose gradient dL/dhc aux holds); "peepholes", the LSTM's (p_i, p_f, p_o): Σ dz_i∘cPrev,
+    Σ dz_f∘cPrev, Σ dz_o∘c. The CPU loop's steps add dL/dP up as they run; here every kernel
+    thread would need a row of its own, hence the reductions after the loop."""
     sL, bS, _, nOut = dims
-    if family == "gru_linear_before_reset":
+    if fam.param_grad == "aux":
         return aux.reshape(sL * bS, nOut).sum(axis=0)
     dzi, dzf, dzo = dz[:, :, :nOut], dz[:, :, nOut:2 * nOut], dz[:, :, 3 * nOut:]
     return xp.concatenate([

@@ -52,8 +52,9 @@ from libc.string cimport memcpy
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, real
 from cells._families cimport (
-    CELLS_ACTIVATIONS, CELLS_GRU_LINEAR_BEFORE_RESET, CELLS_GRU_RESET_BEFORE, CELLS_LLTM, CELLS_LSTM, CELLS_RNN,
-    backward_step, cells_families, cells_family_info, forward_step,
+    CELLS_ACTIVATIONS, CELLS_FAMILIES, CELLS_PARAM_GRAD_AUX, CELLS_PARAM_GRAD_NONE,
+    CELLS_PARAM_GRAD_PEEPHOLES, backward_step, cells_families, cells_family_info,
+    cells_family_names, cells_family_sources, forward_step,
 )
 from cells._loop cimport Loop, Prepared
 from cells._loops cimport (
@@ -80,14 +81,9 @@ import numpy as np
 
 cnp.import_array()
 
-# The families by the names the Python faces use.
-FAMILIES = {
-    "gru_reset_before": CELLS_GRU_RESET_BEFORE,
-    "gru_linear_before_reset": CELLS_GRU_LINEAR_BEFORE_RESET,
-    "lstm": CELLS_LSTM,
-    "lltm": CELLS_LLTM,
-    "rnn": CELLS_RNN,
-}
+# The families by the names the Python faces use: their indices in the compiled table
+# (include/cells/family_rows.h declares them).
+FAMILIES = {cells_family_names[i].decode(): i for i in range(CELLS_FAMILIES)}
 
 # A part's block of the units starts at a multiple of UNIT_ALIGN (part_units); a prepared
 # net's at a multiple of the panel width (whole panels of its packed weights).
@@ -206,6 +202,54 @@ cdef inline void meet_over_units(const Loop *L, cells_part me) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------------
+# Where a row stands at a loop step, and the states it moves between (both passes)
+# ---------------------------------------------------------------------------------------------
+
+cdef struct RowStep:
+    # Where a batch row stands at a loop step t (row_step): whether it runs the step (t < its
+    # length), the time index tau it processes, and its slot, tau·bS + row: its place in the
+    # [sL, bS, ...] arrays (past its end: t·bS + row, the padded time index t). prev: the slot
+    # of the state it entered the step with, the time index next to tau in loop order; -1 at
+    # its first step, which starts from the initial state.
+    bint runs
+    Py_ssize_t tau, slot, prev
+
+
+cdef inline RowStep row_step(const Loop *L, Py_ssize_t t, Py_ssize_t row) noexcept nogil:
+    """Where batch row `row` stands at loop step t of L."""
+    cdef RowStep r
+    cdef Py_ssize_t length = row_len(L.seq_len, row, L.sL)
+    r.runs = t < length
+    r.tau = step_time(t, length, L.forward)
+    r.slot = (r.tau if r.runs else t) * L.bS + row
+    r.prev = -1
+    if r.runs and t > 0:
+        r.prev = (r.tau - 1 if L.forward else r.tau + 1) * L.bS + row
+    return r
+
+
+cdef inline const real *entering(const real *init, const real *states, RowStep r,
+                                 Py_ssize_t row, Py_ssize_t ld, Py_ssize_t col) noexcept nogil:
+    """Where the state that a running row entered its step with starts, at column col: in
+    init [bS, ld] at its first step, else in every step's states [sL, bS, ld] at r.prev; NULL
+    for a state that is not given."""
+    return offset(init, row * ld + col) if r.prev < 0 else offset(states, r.prev * ld + col)
+
+
+cdef inline const real *state_entering(const real *init, real *states, Py_ssize_t t,
+                                       Py_ssize_t size) noexcept nogil:
+    """The state (`size` elements, [bS, ...]) that the forward's loop step t starts from: init
+    at the first step, else the half of the double buffer states [2, size] that step t-1 wrote;
+    NULL for a state that is not given."""
+    return init if t == 0 else offset(states, (t % 2) * size)
+
+
+cdef inline real *state_leaving(real *states, Py_ssize_t t, Py_ssize_t size) noexcept nogil:
+    """The half of the double buffer states [2, size] that the forward's loop step t writes."""
+    return offset(states, ((t + 1) % 2) * size)
+
+
+# ---------------------------------------------------------------------------------------------
 # Forward
 # ---------------------------------------------------------------------------------------------
 
@@ -266,124 +310,130 @@ cdef inline Task prepared_task(const Loop *L, cells_part me, Py_ssize_t task, Py
 
 cdef inline int last_stage(const Loop *L) noexcept nogil:
     """The stage a forward step ends with."""
-    cdef cells_family_info fam = cells_families[L.family]
     if L.Wproj != NULL or (L.prepared != NULL and L.prepared.wproj.P != NULL):
         return PROJECTION
-    return PHASE_1 if fam.h_blocks < fam.gates else PHASE_0
+    return PHASE_1 if cells_families[L.family].phases == 2 else PHASE_0
 
 
 cdef inline bint has_stage(const Loop *L, int stage) noexcept nogil:
-    cdef cells_family_info fam = cells_families[L.family]
-    return (stage == PHASE_0 or (stage == PHASE_1 and fam.h_blocks < fam.gates)
+    return (stage == PHASE_0 or (stage == PHASE_1 and cells_families[L.family].phases == 2)
             or (stage == PROJECTION and last_stage(L) == PROJECTION))
 
 
 cdef void forward_stage(const Loop *L, const Task *w, Py_ssize_t t, int stage,
                         real zero) noexcept nogil:
     """Stage `stage` of loop step t for w's rows [r0, r1), units [j0, j0 + n) and state
-    columns [s0, s0 + ns): PHASE_0 starts with the input projection where a chunk of steps
-    starts; the step's last stage ends with its rows' outputs and next states (or, past a
-    row's end, its frozen state and zeros)."""
+    columns [s0, s0 + ns); the step's last stage ends with its rows' outputs and next states
+    (end_step)."""
+    cdef Py_ssize_t nOut = L.nOut, nState = L.nState, r0 = w.s.r0
+    cdef real *hnxt = state_leaving(<real *>L.hs, t, L.bS * nState)
+    if stage == PROJECTION:
+        multiply(w.s.r1 - r0, <real *>L.ms + r0 * nOut, nOut, w.wproj, 0, 1, 0, NULL,
+                 hnxt + r0 * nState + w.s.s0, nState, w.scratch)
+    else:
+        forward_phase(L, w, t, stage, zero)
+    if stage == last_stage(L):
+        end_step(L, w, t, zero)
+
+
+cdef void forward_phase(const Loop *L, const Task *w, Py_ssize_t t, int phase,
+                        real zero) noexcept nogil:
+    """Phase `phase` (PHASE_0, PHASE_1) of loop step t for w's share: PHASE_0 starts with the
+    input projection where a chunk of steps starts; then the state (PHASE_1: aux) times the
+    phase's gate blocks of op(Wh), and the family's step for every row that runs."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
-    cdef Py_ssize_t r0 = w.s.r0, r1 = w.s.r1, j0 = w.s.j0, n = w.s.n, s0 = w.s.s0, ns = w.s.ns
-    cdef const real *x = <const real *>L.x
-    cdef const real *hI = <const real *>L.hI
-    cdef const real *cI = <const real *>L.cI
-    cdef const real *b = <const real *>L.b
+    cdef Py_ssize_t r0 = w.s.r0, r1 = w.s.r1, j0 = w.s.j0, row, at
     cdef const real *P = <const real *>L.P
     cdef real *gx = <real *>L.gx
     cdef real *gh = <real *>L.gh
-    cdef real *hs = <real *>L.hs
-    cdef real *cs = <real *>L.cs
     cdef real *gates = <real *>L.gates
-    cdef real *c = <real *>L.c
     cdef real *aux = <real *>L.aux
-    cdef real *m = <real *>L.m
-    cdef real *ms = <real *>L.ms
-    cdef real *h = <real *>L.h
+    cdef const real *hcur = state_entering(<const real *>L.hI, <real *>L.hs, t, bS * nState)
+    cdef const real *ccur = state_entering(<const real *>L.cI, <real *>L.cs, t, bS * nOut)
+    cdef real *cnxt = state_leaving(<real *>L.cs, t, bS * nOut)
+    cdef bint projected = last_stage(L) == PROJECTION
+    cdef real *out = <real *>L.ms if projected else state_leaving(<real *>L.hs, t, bS * nState)
     # Elements between time indices of gates and aux: 0 where one step's scratch is reused.
     cdef Py_ssize_t gates_step = bS * G if L.keep else 0
     cdef Py_ssize_t aux_step = bS * nOut if L.keep and fam.aux_kept else 0
-    cdef bint projected = last_stage(L) == PROJECTION
-    # row: a batch row; slot = tau·bS + row: its place in the [sL, bS, ...] arrays;
-    # at = row·nOut + j0: the share's first unit of the row in the [bS, nOut] arrays;
-    # hat = row·nState + s0: its first state column in the [bS, nState] arrays.
-    cdef Py_ssize_t k, row, tau, length, at, hat, slot
     # t0, t1: the loop steps of t's input-projection chunk, tau0 its first time index;
     # first: the time index at gx's start.
     cdef Py_ssize_t t0 = t - t % L.chunk_steps, t1 = min(sL, t0 + L.chunk_steps)
     cdef Py_ssize_t tau0 = t0 if L.forward else sL - t1
     cdef Py_ssize_t first = 0 if L.gx_steps == sL else tau0
-    # A [rows, lda]: what the stage multiplies by its gate blocks [k0, k1) of op(Wh).
+    # A [rows, lda]: what the phase multiplies by its gate blocks [k0, k1) of op(Wh).
     cdef Py_ssize_t k0, k1, lda
     cdef const real *A
-    cdef const real *hcur = hI if t == 0 else <const real *>(hs + (t % 2) * bS * nState)
-    cdef const real *ccur = cI if t == 0 else <const real *>offset(cs, (t % 2) * bS * nOut)
-    cdef real *hnxt = hs + ((t + 1) % 2) * bS * nState
-    cdef real *cnxt = offset(cs, ((t + 1) % 2) * bS * nOut)
-    cdef real *out = ms if projected else hnxt  # [bS, nOut]: where the steps write their output
-
-    if stage == PROJECTION:
-        multiply(r1 - r0, ms + r0 * nOut, nOut, w.wproj, 0, 1, 0, NULL,
-                 hnxt + r0 * nState + s0, nState, w.scratch)
+    cdef RowStep r
+    if phase == PHASE_0:
+        if t == t0:  # gx = x·op(Wx) + b for the chunk's steps, the share's columns
+            project_chunk(L, w.wx, <const real *>L.x, <const real *>L.b, tau0, t1 - t0, r0, r1,
+                          j0, gx + (tau0 - first) * bS * G)
+        k0, k1, A, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
     else:
-        if stage == PHASE_0:
-            if t == t0:  # gx = x·op(Wx) + b for the chunk's steps, the share's columns
-                project_chunk(L, w.wx, x, b, tau0, t1 - t0, r0, r1, j0,
-                              gx + (tau0 - first) * bS * G)
-            k0, k1, A, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
-        else:
-            k0, k1, A, lda = fam.h_blocks, fam.gates, aux + r0 * nOut, nOut
-        multiply(r1 - r0, A, lda, w.wh, k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
-        for row in range(r0, r1):
-            length = row_len(L.seq_len, row, sL)
-            if t < length:
-                tau = step_time(t, length, L.forward)
-                at = row * nOut + j0
-                forward_step(L.family, stage == PHASE_1, &L.options, n, nOut,
-                             gx + ((tau - first) * bS + row) * G + j0, gh + row * G + j0,
-                             NULL if projected else hcur + at, offset(ccur, at),
-                             offset(P, j0), gates + tau * gates_step + row * G + j0,
-                             offset(aux, tau * aux_step + at), out + at, offset(cnxt, at))
-    if stage != last_stage(L):
-        return
+        k0, k1, A, lda = fam.h_blocks, fam.gates, aux + r0 * nOut, nOut
+    multiply(r1 - r0, A, lda, w.wh, k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
     for row in range(r0, r1):
-        length = row_len(L.seq_len, row, sL)
+        r = row_step(L, t, row)
+        if r.runs:
+            at = row * nOut + j0
+            forward_step(L.family, phase == PHASE_1, &L.options, w.s.n, nOut,
+                         gx + ((r.tau - first) * bS + row) * G + j0, gh + row * G + j0,
+                         NULL if projected else hcur + at, offset(ccur, at), offset(P, j0),
+                         gates + r.tau * gates_step + row * G + j0,
+                         offset(aux, r.tau * aux_step + at), out + at, offset(cnxt, at))
+
+
+cdef void end_step(const Loop *L, const Task *w, Py_ssize_t t, real zero) noexcept nogil:
+    """The end of loop step t for w's share: each running row's output (and, kept, its c and
+    m) at its time index; past a row's end, its state frozen and zeros at time index t."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t bS = L.bS, nOut = L.nOut, nState = L.nState, G = L.G
+    cdef Py_ssize_t j0 = w.s.j0, n = w.s.n, s0 = w.s.s0, ns = w.s.ns, row, at, hat, k
+    cdef const real *hcur = state_entering(<const real *>L.hI, <real *>L.hs, t, bS * nState)
+    cdef const real *ccur = state_entering(<const real *>L.cI, <real *>L.cs, t, bS * nOut)
+    cdef real *hnxt = state_leaving(<real *>L.hs, t, bS * nState)
+    cdef real *cnxt = state_leaving(<real *>L.cs, t, bS * nOut)
+    cdef real *h = <real *>L.h
+    cdef real *c = <real *>L.c
+    cdef real *m = <real *>L.m
+    cdef bint projected = last_stage(L) == PROJECTION
+    cdef RowStep r
+    for row in range(w.s.r0, w.s.r1):
+        r = row_step(L, t, row)
+        # at: the share's first unit of the row in the [bS, nOut] arrays; hat: its first
+        # state column in the [bS, nState] arrays.
         at, hat = row * nOut + j0, row * nState + s0
-        if t < length:
-            slot = step_time(t, length, L.forward) * bS + row
-            copy_units(ns, hnxt + hat, h + slot * nState + s0)
+        if r.runs:
+            copy_units(ns, hnxt + hat, h + r.slot * nState + s0)
             if L.keep and fam.cell_state:
-                copy_units(n, cnxt + at, c + slot * nOut + j0)
+                copy_units(n, cnxt + at, c + r.slot * nOut + j0)
             if L.keep and projected:
-                copy_units(n, ms + at, m + slot * nOut + j0)
+                copy_units(n, <real *>L.ms + at, m + r.slot * nOut + j0)
             continue
         # Past the row's end: its state is frozen, and time index t is padding.
-        slot = t * bS + row
         copy_units(ns, hcur + hat, hnxt + hat)
-        zero_units(ns, h + slot * nState + s0)
+        zero_units(ns, h + r.slot * nState + s0)
         if fam.cell_state:
             copy_units(n, ccur + at, cnxt + at)
         if L.keep:
             for k in range(fam.gates):
-                zero_units(n, gates + slot * G + k * nOut + j0)
+                zero_units(n, <real *>L.gates + r.slot * G + k * nOut + j0)
             if fam.cell_state:
-                zero_units(n, c + slot * nOut + j0)
-            if aux_step:
-                zero_units(n, aux + slot * nOut + j0)
+                zero_units(n, c + r.slot * nOut + j0)
+            if fam.aux_kept:
+                zero_units(n, <real *>L.aux + r.slot * nOut + j0)
             if projected:
-                zero_units(n, m + slot * nOut + j0)
+                zero_units(n, m + r.slot * nOut + j0)
 
 
 cdef void final_state(const Loop *L, const Share *s, real zero) noexcept nogil:
     """hL and cL (where given) of s's rows, units and state columns: the state after the last
     step."""
     cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, nState = L.nState, row
-    cdef const real *hcur = (<const real *>L.hI if sL == 0
-                             else <const real *>L.hs + (sL % 2) * bS * nState)
-    cdef const real *ccur = (<const real *>L.cI if sL == 0
-                             else <const real *>offset(<const real *>L.cs, (sL % 2) * bS * nOut))
+    cdef const real *hcur = state_entering(<const real *>L.hI, <real *>L.hs, sL, bS * nState)
+    cdef const real *ccur = state_entering(<const real *>L.cI, <real *>L.cs, sL, bS * nOut)
     cdef real *hL = <real *>L.hL
     cdef real *cL = <real *>L.cL
     for row in range(s.r0, s.r1):
@@ -489,231 +539,275 @@ cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_
 # Backward
 # ---------------------------------------------------------------------------------------------
 
-cdef inline Py_ssize_t prev_slot(Py_ssize_t t, Py_ssize_t tau, Py_ssize_t row, Py_ssize_t bS,
-                                 bint forward) noexcept nogil:
-    """The slot whose state a row entered loop step t > 0 with: the time index it processed at
-    loop step t-1, next to tau in loop order."""
-    return (tau - 1 if forward else tau + 1) * bS + row
+cdef struct BackwardPart:
+    # Part `me` of a backward pass (backward_part): its share, the weights it multiplies,
+    # packed for the call (op(Wh)ᵀ's rows over the blocks that multiply hPrev, for its state
+    # columns; over a two-phase family's blocks that multiply aux, for its units; Wprojᵀ's, for
+    # its units), and where its steps add up dL/db and dL/dP (sums, dPsum: arrays of the call's
+    # dtype, NULL where not wanted).
+    Share s
+    PackedWeights whT, wauxT, wprojT
+    void *sums
+    void *dPsum
 
 
-cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
-    """Part `me` of the backward pass of L, on the workspace (h, c, gates, aux, m) of its
-    forward pass."""
+cdef BackwardPart backward_part(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part me's share of the backward pass of L, its packed weights, and its sums of dL/db
+    and dL/dP, zeroed."""
     cdef cells_family_info fam = cells_families[L.family]
-    cdef Py_ssize_t sL = L.sL, bS = L.bS, nIn = L.nIn, nOut = L.nOut, G = L.G
-    cdef Py_ssize_t nState = L.nState, SB = L.sL * L.bS
-    cdef const real *x = <const real *>L.x
-    cdef const real *hI = <const real *>L.hI
-    cdef const real *cI = <const real *>L.cI
-    cdef const real *Wx = <const real *>L.Wx
+    cdef Py_ssize_t nOut = L.nOut, nState = L.nState, k
     cdef const real *Wh = <const real *>L.Wh
-    cdef const real *P = <const real *>L.P
-    cdef const real *Wproj = <const real *>L.Wproj
-    cdef const real *h = <const real *>L.h
-    cdef const real *c = <const real *>L.c
-    cdef const real *m = <const real *>L.m
-    cdef real *gates = <real *>L.gates
-    cdef real *aux = <real *>L.aux
-    cdef const real *dLdh = <const real *>L.dLdh
-    cdef const real *dLdhL = <const real *>L.dLdhL
-    cdef const real *dLdcL = <const real *>L.dLdcL
-    cdef const real *dLdgates = <const real *>L.dLdgates
-    cdef real *ds = <real *>L.d
-    cdef real *daux = <real *>L.daux
-    cdef real *dm = <real *>L.ms
-    cdef real *dh_step = <real *>L.dh_step
-    cdef real *dh_steps = <real *>L.dh_steps
-    cdef real *dLdx = <real *>L.dLdx
-    cdef real *dh = <real *>L.dLdhI
-    cdef real *dc = <real *>L.dLdcI
-    cdef real *dLdWx = <real *>L.dLdWx
-    cdef real *dLdWh = <real *>L.dLdWh
-    cdef real *dLdb = <real *>L.dLdb
     cdef real *dP = <real *>L.dLdP
-    cdef real *part_sums = <real *>L.part_sums
-    cdef real *dLdWproj = <real *>L.dLdWproj
-    cdef bint two_phases = fam.h_blocks < fam.gates
-    cdef bint projected = Wproj != NULL
-    # The per-unit sums over the rows, dL/db then dL/dP: blocks of nOut.
-    cdef Py_ssize_t sum_blocks = fam.gates + fam.param_blocks
-    # as forward_loop's
-    cdef Py_ssize_t r0, r1, rows, j0, n, s0, ns, k, t, row, tau, length, at, hat, slot, prev
-    cdef Py_ssize_t col, c0, c1, end, i0, i1
-    cdef const real *hprev
-    cdef const real *cprev
-    cdef real *d
-    cdef real *sums    # where this thread's steps accumulate dL/db, and
-    cdef real *dPsum   # dL/dP
-    cdef real *total
-    cdef Units units
-    cdef PackedWeights whT, wauxT, wprojT, wxT
-    cdef Share mine = part_share(L, me)
-    r0, r1, j0, n, s0, ns = mine.r0, mine.r1, mine.j0, mine.n, mine.s0, mine.ns
-    rows = r1 - r0
-    whT = gate_row_weights(L, rows, Wh, L.ldwh, 0, fam.h_blocks, s0, ns)
-    if two_phases:
-        wauxT = gate_row_weights(L, rows, Wh, L.ldwh, fam.h_blocks, fam.gates, j0, n)
-    if projected:  # Wprojᵀ [nState, nOut], this thread's unit columns
-        wprojT = call_weights(L, rows, Wproj + j0 * nState, 0, 1, nState, n, nState,
-                              TRANSPOSED)
+    cdef BackwardPart p
+    p.s = part_share(L, me)
+    cdef Py_ssize_t rows = p.s.r1 - p.s.r0, j0 = p.s.j0, n = p.s.n
+    p.whT = gate_row_weights(L, rows, Wh, L.ldwh, 0, fam.h_blocks, p.s.s0, p.s.ns)
+    if fam.phases == 2:
+        p.wauxT = gate_row_weights(L, rows, Wh, L.ldwh, fam.h_blocks, fam.gates, j0, n)
+    if L.Wproj != NULL:  # Wprojᵀ [nState, nOut], this part's unit columns
+        p.wprojT = call_weights(L, rows, <const real *>L.Wproj + j0 * nState, 0, 1, nState, n,
+                                nState, TRANSPOSED)
     # dL/db and dL/dP are sums over the rows, taken step by step while dz is in cache. With
-    # the rows split, each thread sums its own rows in its row of part_sums, and the rows are
-    # added up after the loop; else each sums its units' columns in place.
-    sums = offset(part_sums, me.part * sum_blocks * nOut) if L.rows_split else dLdb
-    dPsum = offset(sums, fam.gates * nOut) if L.rows_split and dP != NULL else dP
+    # the rows split, each part sums its own rows in its row of part_sums, and the rows are
+    # added up after the loop (add_part_sums); else each sums its units' columns in place.
+    cdef real *sums = (offset(<real *>L.part_sums, me.part * sum_blocks(fam) * nOut)
+                       if L.rows_split else <real *>L.dLdb)
+    cdef real *dPsum = offset(sums, fam.gates * nOut) if L.rows_split and dP != NULL else dP
     if sums != NULL:
         for k in range(fam.gates):
             zero_units(n, sums + k * nOut + j0)
     if dP != NULL:
         for k in range(fam.param_blocks):
             zero_units(n, dPsum + k * nOut + j0)
-    for row in range(r0, r1):
-        hat = row * nState + s0
-        if dLdhL != NULL:
-            copy_units(ns, dLdhL + hat, dh + hat)
-        else:
-            zero_units(ns, dh + hat)
-        if fam.cell_state:
-            at = row * nOut + j0
-            if dLdcL != NULL:
-                copy_units(n, dLdcL + at, dc + at)
-            else:
-                zero_units(n, dc + at)
+    p.sums, p.dPsum = sums, dPsum
+    return p
 
-    for t in range(sL - 1, -1, -1):
-        d = ds + (t % 2) * bS * G
-        if projected:
-            # The step's whole dL/dh (carried + arriving), then dL/dm = dL/dh·Wprojᵀ; the
-            # carried dL/dh restarts at 0 for the rows that run this step.
-            for row in range(r0, r1):
-                length = row_len(L.seq_len, row, sL)
-                hat = row * nState + s0
-                if t >= length:
-                    zero_units(ns, dh_step + hat)
-                    zero_units(ns, dh_steps + (t * bS + row) * nState + s0)
-                    continue
-                slot = step_time(t, length, L.forward) * bS + row
-                copy_units(ns, dh + hat, dh_step + hat)
-                if dLdh != NULL:
-                    add_units(ns, dLdh + slot * nState + s0, dh_step + hat)
-                copy_units(ns, dh_step + hat, dh_steps + slot * nState + s0)
-                zero_units(ns, dh + hat)
-            meet_over_units(L, me)  # every thread's columns of dh_step are in place
-            gemm_packed(rows, dh_step + r0 * nState, nState, wprojT, 0, OVERWRITE,
-                        dm + r0 * nOut + j0, nOut)
-        for row in range(r0, r1):
-            length = row_len(L.seq_len, row, sL)
-            at = row * nOut + j0
-            if t >= length:
-                # Nothing flows through a padded step: its dz (and aux) are 0, and the
-                # carried gradient passes on unchanged.
-                slot = t * bS + row
+
+cdef inline Py_ssize_t sum_blocks(cells_family_info fam) noexcept nogil:
+    """The blocks of nOut of the per-unit sums over the rows: dL/db's, then dL/dP's."""
+    return fam.gates + fam.param_blocks
+
+
+cdef void start_carried(const Loop *L, const Share *s, real zero) noexcept nogil:
+    """The gradients carried into the last step, s's rows: dL/dh (and dL/dc) from dLdhL (and
+    dLdcL), 0 where not given."""
+    cdef Py_ssize_t nOut = L.nOut, nState = L.nState, row, at, hat
+    cdef real *dh = <real *>L.dLdhI
+    cdef real *dc = <real *>L.dLdcI
+    for row in range(s.r0, s.r1):
+        hat = row * nState + s.s0
+        if L.dLdhL != NULL:
+            copy_units(s.ns, <const real *>L.dLdhL + hat, dh + hat)
+        else:
+            zero_units(s.ns, dh + hat)
+        if cells_families[L.family].cell_state:
+            at = row * nOut + s.j0
+            if L.dLdcL != NULL:
+                copy_units(s.n, <const real *>L.dLdcL + at, dc + at)
+            else:
+                zero_units(s.n, dc + at)
+
+
+cdef void projected_grad(const Loop *L, cells_part me, const BackwardPart *p, Py_ssize_t t,
+                         real zero) noexcept nogil:
+    """With Wproj, where loop step t starts: the step's whole dL/dh (carried + arriving, kept
+    in dh_steps for dL/dWproj), then dL/dm = dL/dh·Wprojᵀ, which the step starts from; the
+    carried dL/dh restarts at 0 for the rows that run the step."""
+    cdef Py_ssize_t nState = L.nState, s0 = p.s.s0, ns = p.s.ns, row, hat
+    cdef real *dh = <real *>L.dLdhI
+    cdef real *dh_step = <real *>L.dh_step
+    cdef real *dh_steps = <real *>L.dh_steps
+    cdef RowStep r
+    for row in range(p.s.r0, p.s.r1):
+        r = row_step(L, t, row)
+        hat = row * nState + s0
+        if not r.runs:
+            zero_units(ns, dh_step + hat)
+            zero_units(ns, dh_steps + r.slot * nState + s0)
+            continue
+        copy_units(ns, dh + hat, dh_step + hat)
+        if L.dLdh != NULL:
+            add_units(ns, <const real *>L.dLdh + r.slot * nState + s0, dh_step + hat)
+        copy_units(ns, dh_step + hat, dh_steps + r.slot * nState + s0)
+        zero_units(ns, dh + hat)
+    meet_over_units(L, me)  # every part's columns of dh_step are in place
+    gemm_packed(p.s.r1 - p.s.r0, dh_step + p.s.r0 * nState, nState, p.wprojT, 0, OVERWRITE,
+                <real *>L.ms + p.s.r0 * L.nOut + p.s.j0, L.nOut)
+
+
+cdef void backward_phase(const Loop *L, const BackwardPart *p, Py_ssize_t t, int phase,
+                         real zero) noexcept nogil:
+    """Phase `phase` (0, or a two-phase family's 1, which reads dL/daux) of loop step t: the
+    family's backward step for every row of p's share that runs it, writing its d (and
+    overwriting its gates with dz). In the first phase, a padded row's d, gates and aux
+    become 0: nothing flows through a padded step, and the carried gradient passes on
+    unchanged. Projected, the step reads no hPrev and starts from dL/dm alone (in ms)."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
+    cdef Py_ssize_t j0 = p.s.j0, n = p.s.n, row, at, k
+    cdef const real *h = <const real *>L.h
+    cdef const real *c = <const real *>L.c
+    cdef real *gates = <real *>L.gates
+    cdef real *aux = <real *>L.aux
+    cdef real *d = <real *>L.d + (t % 2) * bS * G
+    cdef real *dm = <real *>L.ms
+    cdef bint projected = L.Wproj != NULL
+    cdef RowStep r
+    for row in range(p.s.r0, p.s.r1):
+        r = row_step(L, t, row)
+        at = row * nOut + j0
+        if not r.runs:
+            if phase == 0:
                 for k in range(fam.gates):
                     zero_units(n, d + row * G + k * nOut + j0)
-                    zero_units(n, gates + slot * G + k * nOut + j0)
+                    zero_units(n, gates + r.slot * G + k * nOut + j0)
                 if fam.aux:
-                    zero_units(n, aux + slot * nOut + j0)
-                continue
-            tau = step_time(t, length, L.forward)
-            slot = tau * bS + row
-            # The state entering the step: the initial one at the row's first step.
-            hprev, cprev = hI + at, offset(cI, at)
-            if t > 0:
-                prev = prev_slot(t, tau, row, bS, L.forward)
-                hprev, cprev = h + prev * nState + j0, offset(c, prev * nOut + j0)
-            # Projected, the step reads no hPrev and starts from dL/dm alone.
-            backward_step(L.family, False, &L.options, n, nOut,
-                          NULL if projected else offset(dLdh, slot * nOut + j0),
-                          offset(dLdgates, slot * G + j0), gates + slot * G + j0,
-                          offset(aux, slot * nOut + j0), offset(daux, at),
-                          NULL if projected else hprev, cprev,
-                          offset(c, slot * nOut + j0), offset(P, j0), d + row * G + j0,
-                          dm + at if projected else dh + at, offset(dc, at),
-                          offset(dPsum, j0))
-        meet_over_units(L, me)  # every thread's part of this step's d is in place
-        if two_phases:
-            gemm_packed(rows, d + r0 * G + fam.h_blocks * nOut, G, wauxT, 0, OVERWRITE,
-                        daux + r0 * nOut + j0, nOut)
-            for row in range(r0, r1):
-                length = row_len(L.seq_len, row, sL)
-                if t >= length:
-                    continue
-                tau = step_time(t, length, L.forward)
-                slot = tau * bS + row
-                at = row * nOut + j0
-                hprev = hI + at
-                if t > 0:
-                    hprev = h + prev_slot(t, tau, row, bS, L.forward) * nState + j0
-                backward_step(L.family, True, &L.options, n, nOut,
-                              offset(dLdh, slot * nOut + j0),
-                              offset(dLdgates, slot * G + j0), gates + slot * G + j0,
-                              aux + slot * nOut + j0, daux + at, hprev, NULL, NULL,
-                              offset(P, j0), d + row * G + j0, dh + at, NULL,
-                              offset(dPsum, j0))
-            meet_over_units(L, me)  # every thread's part of d is complete
-        if sums != NULL:  # dL/db += the step's dz
-            for row in range(r0, r1):
-                length = row_len(L.seq_len, row, sL)
-                if t < length:
-                    slot = step_time(t, length, L.forward) * bS + row
-                    for k in range(fam.gates):
-                        add_units(n, gates + slot * G + k * nOut + j0, sums + k * nOut + j0)
-        # dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev.
-        gemm_packed(rows, d + r0 * G, G, whT, 0, ACCUMULATE, dh + r0 * nState + s0, nState)
-    # From here on every thread computes its own block of each gradient's columns, however
-    # the loop split the work.
-    cells_barrier(me)  # the dz (and aux) of every step, and every thread's part_sums, are complete
-    if L.rows_split and part_sums != NULL:  # Σ over the threads' sums, this thread's units
-        units = part_units(me, nOut, L.unit_align)
-        for k in range(sum_blocks):
-            total = offset(dLdb, k * nOut) if k < fam.gates else offset(dP, (k - fam.gates) * nOut)
-            if total != NULL:
-                sum_rows(me.nparts, units.j1 - units.j0, part_sums + k * nOut + units.j0,
-                         sum_blocks * nOut, total + units.j0)
-    free_packed(&whT)
-    if two_phases:
-        free_packed(&wauxT)
-    if projected:
-        free_packed(&wprojT)
-        # dL/dWproj = Σ mᵀ·dL/dh over every step, this thread's block of the state columns.
-        units = part_units(me, nState, L.unit_align)
-        weight_grad(False, nOut, units.j1 - units.j0, SB, m, nOut, dh_steps + units.j0,
-                    nState, OVERWRITE, dLdWproj + units.j0, nState)
+                    zero_units(n, aux + r.slot * nOut + j0)
+            continue
+        backward_step(L.family, phase == 1, &L.options, n, nOut,
+                      NULL if projected else offset(<const real *>L.dLdh, r.slot * nOut + j0),
+                      offset(<const real *>L.dLdgates, r.slot * G + j0),
+                      gates + r.slot * G + j0, offset(aux, r.slot * nOut + j0),
+                      offset(<const real *>L.daux, at),
+                      NULL if projected else entering(<const real *>L.hI, h, r, row, nState, j0),
+                      entering(<const real *>L.cI, c, r, row, nOut, j0),
+                      offset(c, r.slot * nOut + j0), offset(<const real *>L.P, j0),
+                      d + row * G + j0, (dm if projected else <real *>L.dLdhI) + at,
+                      offset(<real *>L.dLdcI, at), offset(<real *>p.dPsum, j0))
 
-    # dL/dx = dz·op(Wx)ᵀ, this thread's input columns [i0, i1) (unless it is not wanted),
-    # on op(Wx)ᵀ packed: dz is read as it is, where BLAS would copy it whole per thread.
-    if dLdx != NULL:
-        i0 = part_start(nIn, me.part, me.nparts, 16)
-        i1 = part_start(nIn, me.part + 1, me.nparts, 16)
-        wxT = gate_row_weights(L, SB, Wx, L.ldwx, 0, fam.gates, i0, i1 - i0)
-        project(SB, gates, G, wxT, NULL, dLdx + i0, nIn, 0)
-        free_packed(&wxT)
-    # The weight gradients, each one product over all steps for this thread's part [c0, c1)
-    # of the G gate columns. ds, free now, holds each thread's rows of prev_state_product's
-    # first steps.
-    c0 = part_start(G, me.part, me.nparts, 16)
-    c1 = part_start(G, me.part + 1, me.nparts, 16)
-    weight_grad(L.weights_transposed, nIn, c1 - c0, SB, x, nIn, gates + c0, G, OVERWRITE,
-                gate_columns(L, dLdWx, L.ldwx, c0), L.ldwx)
-    col = c0
+
+cdef void add_step_sums(const Loop *L, const BackwardPart *p, Py_ssize_t t,
+                        real zero) noexcept nogil:
+    """dL/db += loop step t's dz, p's rows that run it and its units."""
+    cdef Py_ssize_t nOut = L.nOut, G = L.G, j0 = p.s.j0, row, k
+    cdef real *sums = <real *>p.sums
+    cdef const real *dz
+    cdef RowStep r
+    for row in range(p.s.r0, p.s.r1):
+        r = row_step(L, t, row)
+        if r.runs:
+            dz = <const real *>L.gates + r.slot * G
+            for k in range(cells_families[L.family].gates):
+                add_units(p.s.n, dz + k * nOut + j0, sums + k * nOut + j0)
+
+
+cdef void backward_recurrence(const Loop *L, cells_part me, const BackwardPart *p,
+                              real zero) noexcept nogil:
+    """The dL/dh (and dL/dc) recurrence over every step, last first, for p's share: each
+    step's d and dz (over its gates), dL/db and dL/dP summed as they are written, and
+    dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
+    cdef Py_ssize_t r0 = p.s.r0, rows = p.s.r1 - p.s.r0, t
+    cdef real *d
+    for t in range(L.sL - 1, -1, -1):
+        d = <real *>L.d + (t % 2) * bS * G
+        if L.Wproj != NULL:
+            projected_grad(L, me, p, t, zero)
+        backward_phase(L, p, t, 0, zero)
+        meet_over_units(L, me)  # every part's share of this step's d is in place
+        if fam.phases == 2:  # dL/daux = d·op(Wh)ᵀ over the blocks that multiply aux
+            gemm_packed(rows, d + r0 * G + fam.h_blocks * nOut, G, p.wauxT, 0, OVERWRITE,
+                        <real *>L.daux + r0 * nOut + p.s.j0, nOut)
+            backward_phase(L, p, t, 1, zero)
+            meet_over_units(L, me)  # every part's share of d is complete
+        if p.sums != NULL:
+            add_step_sums(L, p, t, zero)
+        gemm_packed(rows, d + r0 * G, G, p.whT, 0, ACCUMULATE,
+                    <real *>L.dLdhI + r0 * nState + p.s.s0, nState)
+
+
+cdef void add_part_sums(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Where the rows split: dL/db and dL/dP = Σ over the parts' sums (part_sums), this
+    part's block of the units."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t nOut = L.nOut, blocks = sum_blocks(fam), k
+    cdef Units units = part_units(me, nOut, L.unit_align)
+    cdef real *total
+    for k in range(blocks):
+        total = (offset(<real *>L.dLdb, k * nOut) if k < fam.gates
+                 else offset(<real *>L.dLdP, (k - fam.gates) * nOut))
+        if total != NULL:
+            sum_rows(me.nparts, units.j1 - units.j0,
+                     <const real *>L.part_sums + k * nOut + units.j0, blocks * nOut,
+                     total + units.j0)
+
+
+cdef void input_grad(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """dL/dx = dz·op(Wx)ᵀ, this part's input columns [i0, i1), on op(Wx)ᵀ packed: dz is read
+    as it is, where BLAS would copy it whole per thread."""
+    cdef Py_ssize_t SB = L.sL * L.bS, nIn = L.nIn
+    cdef Py_ssize_t i0 = part_start(nIn, me.part, me.nparts, 16)
+    cdef Py_ssize_t i1 = part_start(nIn, me.part + 1, me.nparts, 16)
+    cdef PackedWeights wxT = gate_row_weights(L, SB, <const real *>L.Wx, L.ldwx, 0,
+                                              cells_families[L.family].gates, i0, i1 - i0)
+    project(SB, <const real *>L.gates, L.G, wxT, NULL, <real *>L.dLdx + i0, nIn, 0)
+    free_packed(&wxT)
+
+
+cdef void weight_grads(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """The weight gradients, each one product over all steps, for this part's columns
+    [c0, c1) of the G gate columns: dL/dWx = Σ xᵀ·dz; dL/dWh_k = Σ hPrevᵀ·dz_k (d_k, kept in
+    aux, for the family's aux_grad_block), or Σ auxᵀ·dz_k for a block that multiplies aux.
+    L.d, free now, holds each part's rows of prev_state_product's first steps."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState, SB = sL * bS
+    cdef Py_ssize_t c0 = part_start(G, me.part, me.nparts, 16)
+    cdef Py_ssize_t c1 = part_start(G, me.part + 1, me.nparts, 16)
+    cdef Py_ssize_t col = c0, end, k
+    cdef const real *hI = <const real *>L.hI
+    cdef const real *h = <const real *>L.h
+    cdef real *gates = <real *>L.gates
+    cdef real *aux = <real *>L.aux
+    cdef real *ds = <real *>L.d
+    cdef real *dLdWh = <real *>L.dLdWh
+    weight_grad(L.weights_transposed, L.nIn, c1 - c0, SB, <const real *>L.x, L.nIn, gates + c0,
+                G, OVERWRITE, gate_columns(L, <real *>L.dLdWx, L.ldwx, c0), L.ldwx)
     while col < c1:  # the recurrent weight's, in runs of columns of one kind
         k = col // nOut
         end = min(c1, (k + 1) * nOut)
-        if k == fam.aux_grad_block:  # dL/dWh_k = Σ hPrevᵀ·d_k, d_k kept in aux
+        if k == fam.aux_grad_block:
             prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
                                aux + col - k * nOut, nOut, ds + bS * col,
                                L.weights_transposed, gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
-        elif k < fam.h_blocks:  # dL/dWh_k = Σ hPrevᵀ·dz_k, over the following such blocks
+        elif k < fam.h_blocks:  # over the following blocks that multiply hPrev
             while end < c1 and end // nOut < fam.h_blocks and \
                     end // nOut != fam.aux_grad_block:
                 end = min(c1, end + nOut)
             prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
                                gates + col, G, ds + bS * col, L.weights_transposed,
                                gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
-        else:  # a block that multiplies aux: dL/dWh_k = Σ auxᵀ·dz_k
+        else:
             weight_grad(L.weights_transposed, nOut, end - col, SB, aux, nOut, gates + col,
                         G, OVERWRITE, gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
         col = end
+
+
+cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part `me` of the backward pass of L, on the workspace (h, c, gates, aux, m) of its
+    forward pass: the recurrence step by step, then the gradients over all steps."""
+    cdef BackwardPart p = backward_part(L, me, zero)
+    cdef Units units
+    start_carried(L, &p.s, zero)
+    backward_recurrence(L, me, &p, zero)
+    # From here on every part computes its own block of each gradient's columns, however
+    # the loop split the work.
+    cells_barrier(me)  # the dz (and aux) of every step, and every part's sums, are complete
+    if L.rows_split and L.part_sums != NULL:
+        add_part_sums(L, me, zero)
+    free_packed(&p.whT)
+    if cells_families[L.family].phases == 2:
+        free_packed(&p.wauxT)
+    if L.Wproj != NULL:
+        free_packed(&p.wprojT)
+        # dL/dWproj = Σ mᵀ·dL/dh over every step, this part's block of the state columns.
+        units = part_units(me, L.nState, L.unit_align)
+        weight_grad(False, L.nOut, units.j1 - units.j0, L.sL * L.bS, <const real *>L.m,
+                    L.nOut, <const real *>L.dh_steps + units.j0, L.nState, OVERWRITE,
+                    <real *>L.dLdWproj + units.j0, L.nState)
+    if L.dLdx != NULL:
+        input_grad(L, me, zero)
+    weight_grads(L, me, zero)
 
 
 cpdef bint backward_calls_blas(Py_ssize_t nIn, Py_ssize_t nState, Py_ssize_t G,
@@ -938,7 +1032,6 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
                                              weights_transposed, P, Wproj, clip, activation,
                                              lstm_acts)
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, SB = sL * bS
-    cdef bint two_phases = fam.h_blocks < fam.gates
     cdef bint projected = L.Wproj != NULL
     L.keep = True
     L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, projected,
@@ -956,7 +1049,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     L.dLdcL = data(dtype, "dLdcL", dLdcL, S)
     L.dLdgates = data(dtype, "dLdgates", dLdgates, SB * G)
     L.d = data(dtype, "d", d, 2 * bS * G, True, True)
-    L.daux = data(dtype, "daux", daux, S, two_phases, True)
+    L.daux = data(dtype, "daux", daux, S, fam.phases == 2, True)
     L.ms = data(dtype, "ms", ms, S, projected, True)
     L.dh_step = data(dtype, "dh_step", dh_step, H, projected, True)
     L.dh_steps = data(dtype, "dh_steps", dh_steps, sL * H, projected, True)
@@ -980,9 +1073,16 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
         cells_run_parts(L.n_threads, backward_float if single else backward_double, &L)
 
 
+# What dL/dP sums over the steps (family_rows.h's param_grad), as Family.param_grad says it.
+PARAM_GRADS = {CELLS_PARAM_GRAD_NONE: None, CELLS_PARAM_GRAD_AUX: "aux",
+               CELLS_PARAM_GRAD_PEEPHOLES: "peepholes"}
+
+
 class Family(NamedTuple):
-    """A family's row of include/cells/families.h's table (its fields say what they mean there),
-    for the backends that allocate its buffers."""
+    """A family's row of include/cells/family_rows.h (its fields say what they mean there),
+    for the backends that allocate its buffers and the GPU kernels' launches. phases: 1, or 2
+    where h_blocks < gates; source: its kernels' cells/kernels/<source>.cu; param_grad: None,
+    "aux" or "peepholes" (PARAM_GRADS)."""
 
     gates: int
     cell_state: bool
@@ -992,13 +1092,43 @@ class Family(NamedTuple):
     aux_grad_block: int
     param_blocks: int
     projects: bool
+    phases: int
+    source: str
+    param_grad: object
+    row_reduction: bool
+    recurrent_product: bool
 
 
 def family(str name):
     """The Family of `name` (a key of FAMILIES), read from the compiled table."""
-    cdef cells_family_info fam = cells_families[<int>FAMILIES[name]]
+    cdef int i = FAMILIES[name]
+    cdef cells_family_info fam = cells_families[i]
     return Family(fam.gates, fam.cell_state, fam.h_blocks, fam.aux, fam.aux_kept,
-                  fam.aux_grad_block, fam.param_blocks, fam.projects)
+                  fam.aux_grad_block, fam.param_blocks, fam.projects, fam.phases,
+                  cells_family_sources[i].decode(), PARAM_GRADS[fam.param_grad],
+                  fam.row_reduction, fam.recurrent_product)
+
+
+def check_supported(str name, fam):
+    """Raise NotImplementedError where Family `fam` (of family `name`) declares a kind of step
+    that the time loop does not run yet (family_rows.h): every family's is checked when this
+    module is imported."""
+    if fam.row_reduction:
+        raise NotImplementedError(
+            f"the {name} family's step reduces across a row's units (row_reduction), which the "
+            f"time loop does not support yet: it splits a row's units between threads")
+    if not fam.recurrent_product:
+        raise NotImplementedError(
+            f"the {name} family has no recurrent product (recurrent_product 0), which the time "
+            f"loop does not support yet: every step multiplies the state by op(Wh)")
+
+
+def _check_table():
+    for name in FAMILIES:
+        check_supported(name, family(name))
+
+
+_check_table()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from typing import List, Sequence
 
 import numpy as np
 
+from cells import _time_loop
+
 __all__ = [
     "compile_kernels",
     "include_dir",
@@ -39,17 +41,14 @@ __all__ = [
 
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 
-# The families' kernels: the source that defines them (cells/kernels/<source>.cu) and the
-# kernels of each (kernels.cuh: a second phase "_b" for the reset-before GRU).
-KERNEL_SOURCES = {
-    "gru_reset_before": "gru",
-    "gru_linear_before_reset": "gru",
-    "lstm": "lstm",
-    "lltm": "lltm",
-    "rnn": "rnn",
-}
-KERNEL_PHASES = {family: ("forward", "backward") for family in KERNEL_SOURCES}
-KERNEL_PHASES["gru_reset_before"] += ("forward_b", "backward_b")
+# The families' kernels, from the compiled table (include/cells/family_rows.h): the source
+# that defines them (cells/kernels/<source>.cu) and the kernels of each (kernels.cuh: "_b",
+# the second phase of a family with two).
+KERNEL_SOURCES = {name: _time_loop.family(name).source for name in _time_loop.FAMILIES}
+KERNEL_PHASES = {
+    name: ("forward", "backward") + (("forward_b", "backward_b")
+                                     if _time_loop.family(name).phases == 2 else ())
+    for name in _time_loop.FAMILIES}
 
 DTYPE_SUFFIX = {np.dtype(np.float32): "f", np.dtype(np.float64): "d"}
 

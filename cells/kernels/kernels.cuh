@@ -1,15 +1,11 @@
-/* The time step kernels of one cell family, included by its source (cells/kernels/<family>.cu)
- * after it has defined what its family is:
- *   CELLS_KERNELS        the family's name in cells/_time_loop.pyx's FAMILIES (gru_reset_before)
- *   CELLS_FAMILY_ROW     its row of the families' table (include/cells/family_rows.h), whose
- *                        fields become CELLS_GATES, CELLS_H_BLOCKS, CELLS_CELL_STATE,
- *                        CELLS_AUX, CELLS_AUX_KEPT and CELLS_PARAM_BLOCKS here
- *   CELLS_KERNEL_FORWARD, CELLS_KERNEL_BACKWARD      its steps (include/cells/step.h), without the
- *   CELLS_KERNEL_FORWARD_B, CELLS_KERNEL_BACKWARD_B  dtype suffix; _B: the second phase (only for
- *                                                families with CELLS_H_BLOCKS < CELLS_GATES)
+/* The time step kernels of one cell family, included by its source (cells/kernels/<source>.cu)
+ * after it has defined CELLS_FAMILY_ROW, the family's row (include/cells/family_rows.h:
+ * CELLS_FAMILY_LSTM), and included the header of its steps. The row's fields become
+ * CELLS_GATES, CELLS_H_BLOCKS, CELLS_PHASES, CELLS_CELL_STATE, CELLS_AUX, CELLS_AUX_KEPT and
+ * CELLS_PARAM_BLOCKS here; its name and steps name the kernels and the steps they call.
  * It defines, for float (suffix _f) and double (_d), the kernels
- *   cells_kernel_<family>_forward_<dtype>, cells_kernel_<family>_backward_<dtype> and, for a
- *   family with two phases, cells_kernel_<family>_forward_b_<dtype>, ..._backward_b_<dtype>:
+ *   cells_kernel_<name>_forward_<dtype>, cells_kernel_<name>_backward_<dtype> and, for a
+ *   family with two phases, cells_kernel_<name>_forward_b_<dtype>, ..._backward_b_<dtype>:
  * one phase of one loop step t for every (batch row, unit) element, one thread each (bS·nOut
  * threads; no shared memory, no synchronisation). cells/_gpu.py runs the products between them
  * and documents every buffer; the indexing is that of the CPU time loop (cells/_time_loop.pyx,
@@ -65,13 +61,25 @@ static __device__ __forceinline__ long long cells_row_len(const long long *seq_l
 
 #endif
 
+#define CELLS_KERNELS CELLS_FAMILY_NAME(CELLS_FAMILY_ROW)
 #define CELLS_GATES CELLS_FAMILY_GATES(CELLS_FAMILY_ROW)
 #define CELLS_H_BLOCKS CELLS_FAMILY_H_BLOCKS(CELLS_FAMILY_ROW)
+#define CELLS_PHASES CELLS_FAMILY_PHASES(CELLS_FAMILY_ROW)
 #define CELLS_CELL_STATE CELLS_FAMILY_CELL_STATE(CELLS_FAMILY_ROW)
 #define CELLS_AUX CELLS_FAMILY_AUX(CELLS_FAMILY_ROW)
 #define CELLS_AUX_KEPT CELLS_FAMILY_AUX_KEPT(CELLS_FAMILY_ROW)
 #define CELLS_PARAM_BLOCKS CELLS_FAMILY_PARAM_BLOCKS(CELLS_FAMILY_ROW)
-#define CELLS_PHASES (CELLS_H_BLOCKS < CELLS_GATES ? 2 : 1)
+#define CELLS_KERNEL_FORWARD CELLS_CAT(CELLS_FAMILY_STEPS(CELLS_FAMILY_ROW), _forward)
+#define CELLS_KERNEL_BACKWARD CELLS_CAT(CELLS_FAMILY_STEPS(CELLS_FAMILY_ROW), _backward)
+#define CELLS_KERNEL_FORWARD_B CELLS_CAT(CELLS_FAMILY_STEPS(CELLS_FAMILY_ROW), _forward_b)
+#define CELLS_KERNEL_BACKWARD_B CELLS_CAT(CELLS_FAMILY_STEPS(CELLS_FAMILY_ROW), _backward_b)
+
+/* The kernels run a step on one unit: a step that reduces across a row's units, or a
+ * recurrence without a product by Wh, needs kernels of another shape (family_rows.h). */
+#if CELLS_FAMILY_ROW_REDUCTION(CELLS_FAMILY_ROW) \
+    || !CELLS_FAMILY_RECURRENT_PRODUCT(CELLS_FAMILY_ROW)
+#error "the GPU kernels support neither row_reduction nor a family without recurrent_product"
+#endif
 
 #define REAL float
 #define CELLS_SUFFIX _f

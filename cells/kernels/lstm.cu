@@ -2,8 +2,5 @@
  * step, every activation code included; P = the peepholes Wp [3, nOut] or NULL). */
 #include "cells/lstm.h"
 
-#define CELLS_KERNELS lstm
 #define CELLS_FAMILY_ROW CELLS_FAMILY_LSTM
-#define CELLS_KERNEL_FORWARD lstm_forward
-#define CELLS_KERNEL_BACKWARD lstm_backward
 #include "kernels.cuh"

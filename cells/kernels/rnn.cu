@@ -2,8 +2,5 @@
  * activation, tanh or relu, is the options' `activation`). */
 #include "cells/rnn.h"
 
-#define CELLS_KERNELS rnn
 #define CELLS_FAMILY_ROW CELLS_FAMILY_RNN
-#define CELLS_KERNEL_FORWARD rnn_forward
-#define CELLS_KERNEL_BACKWARD rnn_backward
 #include "kernels.cuh"

@@ -1,10 +1,11 @@
-/* The cell families of the CPU time loop (cells/_time_loop.pyx): what each one is (its row of
- * the table below) and which steps it runs (cells/step.h says what a step is).
+/* The cell families of the CPU time loop (cells/_time_loop.pyx): the table of what each one is,
+ * its name, and the dispatch to its steps (cells/step.h says what a step is), all generated from
+ * the rows of cells/family_rows.h, which says what each field means.
  *
- * Adding a family: a header with its point functions, row loops and steps (as cells/rnn.h), its
- * row in cells/family_rows.h, a line in the enum and in the table, and a case in each dispatch
- * of families_impl.h (and, for the GPU, a kernel source in cells/kernels/).
- * CPU only (the steps call row loops compiled for the host's instruction sets).
+ * Adding a family: a header with its point functions, row loops and steps (as cells/rnn.h),
+ * included below; its row and its line in cells/family_rows.h; its GPU kernels in
+ * cells/kernels/<source>.cu (as cells/kernels/rnn.cu).
+ * The steps run on the CPU here (they call row loops compiled for the host's instruction sets).
  */
 #ifndef CELLS_FAMILIES_H
 #define CELLS_FAMILIES_H
@@ -15,39 +16,61 @@
 #include "cells/lstm.h"
 #include "cells/rnn.h"
 
-enum cells_family {
-    CELLS_GRU_RESET_BEFORE,
-    CELLS_GRU_LINEAR_BEFORE_RESET,
-    CELLS_LSTM,
-    CELLS_LLTM,
-    CELLS_RNN,
-    CELLS_FAMILIES
-};
+#define CELLS_FAMILY_ENUM_(TAG) CELLS_##TAG,
+enum cells_family { CELLS_FAMILY_LIST(CELLS_FAMILY_ENUM_) CELLS_FAMILIES };
+#undef CELLS_FAMILY_ENUM_
 
+/* What dL/dP sums over the steps: family_rows.h's param_grad. */
+enum cells_param_grad { CELLS_PARAM_GRAD_NONE, CELLS_PARAM_GRAD_AUX, CELLS_PARAM_GRAD_PEEPHOLES };
+
+/* A row of family_rows.h as the loop reads it (its fields mean what they mean there). */
 typedef struct {
-    ptrdiff_t gates;           /* gate blocks of nOut columns: G = gates·nOut */
-    int cell_state;            /* carries c as well as h */
-    ptrdiff_t h_blocks;        /* blocks [0, h_blocks) multiply hPrev; the others multiply aux,
-                                  in a second phase of the step, after a barrier */
-    int aux;                   /* has a per-row value aux [nOut] of its own */
-    int aux_kept;              /* the forward keeps aux of every step (else it is scratch, and
-                                  the backward recomputes it) */
-    ptrdiff_t aux_grad_block;  /* -1, or the block whose recurrent-side gradient the backward
-                                  keeps in aux (the gates keep the input side's) */
-    ptrdiff_t param_blocks;    /* blocks of nOut in P */
-    int projects;              /* its output may be projected, h = m·Wproj with m the step's
-                                  output [nOut] (PyTorch's LSTM proj_size): the step reads no
-                                  hPrev, so the state may be narrower than the units */
+    ptrdiff_t gates;
+    int cell_state;
+    ptrdiff_t h_blocks;
+    int phases;
+    int aux;
+    int aux_kept;
+    ptrdiff_t aux_grad_block;
+    ptrdiff_t param_blocks;
+    int param_grad;  /* an enum cells_param_grad */
+    int projects;
+    int row_reduction;
+    int recurrent_product;
 } cells_family_info;
 
-/* In the order of enum cells_family; the rows are cells/family_rows.h's. */
+#define CELLS_FAMILY_INFO_(name, steps, source, gates, cell_state, h_blocks, phases, aux,     \
+                           aux_kept, aux_grad_block, param_blocks, param_grad, projects,      \
+                           row_reduction, recurrent_product)                                  \
+    {gates, cell_state, h_blocks, phases, aux, aux_kept, aux_grad_block, param_blocks,        \
+     CELLS_PARAM_GRAD_##param_grad, projects, row_reduction, recurrent_product},
+#define CELLS_FAMILY_TABLE_ROW_(TAG) CELLS_FAMILY_APPLY(CELLS_FAMILY_INFO_, CELLS_FAMILY_##TAG)
 static const cells_family_info cells_families[CELLS_FAMILIES] = {
-    {CELLS_FAMILY_GRU_RESET_BEFORE},
-    {CELLS_FAMILY_GRU_LINEAR_BEFORE_RESET},
-    {CELLS_FAMILY_LSTM},
-    {CELLS_FAMILY_LLTM},
-    {CELLS_FAMILY_RNN},
-};
+    CELLS_FAMILY_LIST(CELLS_FAMILY_TABLE_ROW_)};
+#undef CELLS_FAMILY_TABLE_ROW_
+#undef CELLS_FAMILY_INFO_
+
+/* Each family's name in Python and the source of its steps and kernels (cells/<source>.h,
+ * cells/kernels/<source>.cu). */
+#define CELLS_STRING_(token) #token
+#define CELLS_STRING(token) CELLS_STRING_(token)
+#define CELLS_FAMILY_NAME_ROW_(TAG) CELLS_STRING(CELLS_FAMILY_NAME(CELLS_FAMILY_##TAG)),
+#define CELLS_FAMILY_SOURCE_ROW_(TAG) CELLS_STRING(CELLS_FAMILY_SOURCE(CELLS_FAMILY_##TAG)),
+static const char *const cells_family_names[CELLS_FAMILIES] = {
+    CELLS_FAMILY_LIST(CELLS_FAMILY_NAME_ROW_)};
+static const char *const cells_family_sources[CELLS_FAMILIES] = {
+    CELLS_FAMILY_LIST(CELLS_FAMILY_SOURCE_ROW_)};
+#undef CELLS_FAMILY_NAME_ROW_
+#undef CELLS_FAMILY_SOURCE_ROW_
+
+/* A row's phases follow from its blocks: two where some multiply aux. */
+#define CELLS_FAMILY_CHECK_(TAG)                                                              \
+    typedef char cells_phases_of_##TAG[CELLS_FAMILY_PHASES(CELLS_FAMILY_##TAG)                \
+                                       == (CELLS_FAMILY_H_BLOCKS(CELLS_FAMILY_##TAG)          \
+                                           < CELLS_FAMILY_GATES(CELLS_FAMILY_##TAG) ? 2 : 1)  \
+                                       ? 1 : -1];
+CELLS_FAMILY_LIST(CELLS_FAMILY_CHECK_)
+#undef CELLS_FAMILY_CHECK_
 
 #define CELLS_IMPL "cells/families_impl.h"
 #include "cells/instantiate.h"

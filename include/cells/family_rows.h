@@ -1,30 +1,96 @@
-/* Each cell family's row of the table in cells/families.h, once, as a macro: the CPU table is
- * initialised from these rows, and the GPU kernels (the sources in cells/kernels/, which need
- * the fields as preprocessor constants) read their family's fields with
- * CELLS_FAMILY_<FIELD>(row).
- * The fields are in cells_family_info's order (cells/families.h says what each one means). */
+/* The cell families, declared once: one row each, a macro CELLS_FAMILY_<TAG>, and a line
+ * X(<TAG>) in CELLS_FAMILY_LIST. Everything else is generated from them: the enum, the table,
+ * the names and the step dispatch of the CPU time loop (cells/families.h), Python's view of
+ * them (cells/_time_loop.pyx: FAMILIES, family(); cells/cuda.py: KERNEL_SOURCES,
+ * KERNEL_PHASES), and the preprocessor constants of the GPU kernels (cells/kernels/<source>.cu,
+ * which read their row's fields with CELLS_FAMILY_<FIELD>(row)).
+ *
+ * A row's fields, in order:
+ *   name            its name in Python (a token: "gru_reset_before" there; also the middle of
+ *                   its GPU kernels' names, cells_kernel_<name>_forward_f)
+ *   steps           the prefix of its steps (cells/step.h): cells_<steps>_forward_f, ..._d,
+ *                   cells_<steps>_backward_f, ..._d and, with two phases, the second phase's
+ *                   cells_<steps>_forward_b_f, cells_<steps>_backward_b_f, ...
+ *   source          cells/<source>.h holds its steps, cells/kernels/<source>.cu its kernels
+ *   gates           gate blocks of nOut columns: G = gates·nOut
+ *   cell_state      carries c as well as h
+ *   h_blocks        blocks [0, h_blocks) multiply hPrev; the others multiply aux, in a second
+ *                   phase of the step, after a barrier
+ *   phases          1, or 2 where h_blocks < gates (checked in cells/families.h)
+ *   aux             has a per-row value aux [nOut] of its own
+ *   aux_kept        the forward keeps aux of every step (else it is scratch, and the backward
+ *                   recomputes it)
+ *   aux_grad_block  -1, or the block whose recurrent-side gradient the backward keeps in aux
+ *                   (the gates keep the input side's)
+ *   param_blocks    blocks of nOut in P
+ *   param_grad      what dL/dP sums over the steps (for backends that reduce it after the
+ *                   loop rather than in the steps): NONE (no P); AUX (P is a bias inside the
+ *                   recurrent side, whose gradient aux keeps: dL/dP = Σ aux); PEEPHOLES (the
+ *                   LSTM's P = (p_i, p_f, p_o): Σ dz_i∘cPrev, Σ dz_f∘cPrev, Σ dz_o∘c)
+ *   projects        its output may be projected, h = m·Wproj with m the step's output [nOut]
+ *                   (PyTorch's LSTM proj_size): the step reads no hPrev, so the state may be
+ *                   narrower than the units
+ *   row_reduction   its step reduces across a row's units (LayerNorm cells): a thread then
+ *                   needs whole rows, or a reduction across threads. Not supported yet: the
+ *                   time loop and the kernels refuse such a row
+ *   recurrent_product  the recurrence is a product by op(Wh); 0: an elementwise one with no
+ *                   Wh (IndRNN). Not supported yet: refused as row_reduction is
+ */
 #ifndef CELLS_FAMILY_ROWS_H
 #define CELLS_FAMILY_ROWS_H
 
-/* gates, cell_state, h_blocks, aux, aux_kept, aux_grad_block, param_blocks, projects: */
-#define CELLS_FAMILY_GRU_RESET_BEFORE         3,  0,  2,  1,  0, -1,  0,  0
-#define CELLS_FAMILY_GRU_LINEAR_BEFORE_RESET  3,  0,  3,  1,  1,  2,  1,  0
-#define CELLS_FAMILY_LSTM                     4,  1,  4,  0,  0, -1,  3,  1
-#define CELLS_FAMILY_LLTM                     3,  1,  3,  0,  0, -1,  0,  0
-#define CELLS_FAMILY_RNN                      1,  0,  1,  0,  0, -1,  0,  0
+/* The rows, their fields in the order above. */
+#define CELLS_FAMILY_GRU_RESET_BEFORE \
+    gru_reset_before,        gru_rb,  gru,  3, 0, 2, 2, 1, 0, -1, 0, NONE,      0, 0, 1
+#define CELLS_FAMILY_GRU_LINEAR_BEFORE_RESET \
+    gru_linear_before_reset, gru_lbr, gru,  3, 0, 3, 1, 1, 1,  2, 1, AUX,       0, 0, 1
+#define CELLS_FAMILY_LSTM \
+    lstm,                    lstm,    lstm, 4, 1, 4, 1, 0, 0, -1, 3, PEEPHOLES, 1, 0, 1
+#define CELLS_FAMILY_LLTM \
+    lltm,                    lltm,    lltm, 3, 1, 3, 1, 0, 0, -1, 0, NONE,      0, 0, 1
+#define CELLS_FAMILY_RNN \
+    rnn,                     rnn,     rnn,  1, 0, 1, 1, 0, 0, -1, 0, NONE,      0, 0, 1
 
-/* One field of a row (the indirection expands the row into its fields first). */
-#define CELLS_FAMILY_GATES(row) CELLS_FAMILY_FIELD_0_(row)
-#define CELLS_FAMILY_CELL_STATE(row) CELLS_FAMILY_FIELD_1_(row)
-#define CELLS_FAMILY_H_BLOCKS(row) CELLS_FAMILY_FIELD_2_(row)
-#define CELLS_FAMILY_AUX(row) CELLS_FAMILY_FIELD_3_(row)
-#define CELLS_FAMILY_AUX_KEPT(row) CELLS_FAMILY_FIELD_4_(row)
-#define CELLS_FAMILY_PARAM_BLOCKS(row) CELLS_FAMILY_FIELD_6_(row)
-#define CELLS_FAMILY_FIELD_0_(f0, f1, f2, f3, f4, f5, f6, f7) f0
-#define CELLS_FAMILY_FIELD_1_(f0, f1, f2, f3, f4, f5, f6, f7) f1
-#define CELLS_FAMILY_FIELD_2_(f0, f1, f2, f3, f4, f5, f6, f7) f2
-#define CELLS_FAMILY_FIELD_3_(f0, f1, f2, f3, f4, f5, f6, f7) f3
-#define CELLS_FAMILY_FIELD_4_(f0, f1, f2, f3, f4, f5, f6, f7) f4
-#define CELLS_FAMILY_FIELD_6_(f0, f1, f2, f3, f4, f5, f6, f7) f6
+/* Every family, in the order of enum cells_family: X(TAG) for the row CELLS_FAMILY_<TAG>. */
+#define CELLS_FAMILY_LIST(X) \
+    X(GRU_RESET_BEFORE)      \
+    X(GRU_LINEAR_BEFORE_RESET) \
+    X(LSTM)                  \
+    X(LLTM)                  \
+    X(RNN)
+
+/* One field of a row: CELLS_FAMILY_GATES(CELLS_FAMILY_LSTM) is 4. CELLS_FAMILY_APPLY(M, row)
+ * is M(the row's fields): the indirection expands the row into its fields first. */
+#define CELLS_FAMILY_APPLY(M, ...) M(__VA_ARGS__)
+#define CELLS_FAMILY_NAME(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_0_, row)
+#define CELLS_FAMILY_STEPS(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_1_, row)
+#define CELLS_FAMILY_SOURCE(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_2_, row)
+#define CELLS_FAMILY_GATES(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_3_, row)
+#define CELLS_FAMILY_CELL_STATE(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_4_, row)
+#define CELLS_FAMILY_H_BLOCKS(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_5_, row)
+#define CELLS_FAMILY_PHASES(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_6_, row)
+#define CELLS_FAMILY_AUX(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_7_, row)
+#define CELLS_FAMILY_AUX_KEPT(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_8_, row)
+#define CELLS_FAMILY_AUX_GRAD_BLOCK(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_9_, row)
+#define CELLS_FAMILY_PARAM_BLOCKS(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_10_, row)
+#define CELLS_FAMILY_PARAM_GRAD(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_11_, row)
+#define CELLS_FAMILY_PROJECTS(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_12_, row)
+#define CELLS_FAMILY_ROW_REDUCTION(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_13_, row)
+#define CELLS_FAMILY_RECURRENT_PRODUCT(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_14_, row)
+#define CELLS_FAMILY_ARG_0_(x, ...) x
+#define CELLS_FAMILY_ARG_1_(_0, x, ...) x
+#define CELLS_FAMILY_ARG_2_(_0, _1, x, ...) x
+#define CELLS_FAMILY_ARG_3_(_0, _1, _2, x, ...) x
+#define CELLS_FAMILY_ARG_4_(_0, _1, _2, _3, x, ...) x
+#define CELLS_FAMILY_ARG_5_(_0, _1, _2, _3, _4, x, ...) x
+#define CELLS_FAMILY_ARG_6_(_0, _1, _2, _3, _4, _5, x, ...) x
+#define CELLS_FAMILY_ARG_7_(_0, _1, _2, _3, _4, _5, _6, x, ...) x
+#define CELLS_FAMILY_ARG_8_(_0, _1, _2, _3, _4, _5, _6, _7, x, ...) x
+#define CELLS_FAMILY_ARG_9_(_0, _1, _2, _3, _4, _5, _6, _7, _8, x, ...) x
+#define CELLS_FAMILY_ARG_10_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, x, ...) x
+#define CELLS_FAMILY_ARG_11_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, x, ...) x
+#define CELLS_FAMILY_ARG_12_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, x, ...) x
+#define CELLS_FAMILY_ARG_13_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, x, ...) x
+#define CELLS_FAMILY_ARG_14_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, x) x
 
 #endif

@@ -1,0 +1,62 @@
+"""The families' declaration (include/cells/family_rows.h) as everything reads it: the names
+and fields Python gets from the compiled table, the GPU kernels' sources and phases derived
+from it, the refusal of kinds of step the time loop does not run yet, and the C check that a
+row's phases follow from its blocks."""
+import os
+import shutil
+import subprocess
+import sysconfig
+
+import pytest
+
+from c_programs import FLAGS, ROOT
+from cells import _time_loop, cuda
+
+NAMES = ["gru_reset_before", "gru_linear_before_reset", "lstm", "lltm", "rnn"]
+
+
+def test_the_names_come_from_the_table_in_its_order():
+    assert list(_time_loop.FAMILIES) == NAMES
+    assert list(_time_loop.FAMILIES.values()) == list(range(len(NAMES)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_family_has_two_phases_exactly_where_some_blocks_multiply_aux(name):
+    fam = _time_loop.family(name)
+    assert fam.phases == (2 if fam.h_blocks < fam.gates else 1)
+    assert not fam.row_reduction and fam.recurrent_product
+    assert (fam.param_grad is None) == (fam.param_blocks == 0)
+
+
+def test_the_kernels_sources_and_phases_follow_the_table():
+    assert cuda.KERNEL_SOURCES == {"gru_reset_before": "gru", "gru_linear_before_reset": "gru",
+                                   "lstm": "lstm", "lltm": "lltm", "rnn": "rnn"}
+    assert cuda.KERNEL_PHASES == {
+        name: ("forward", "backward", "forward_b", "backward_b") if name == "gru_reset_before"
+        else ("forward", "backward") for name in NAMES}
+
+
+@pytest.mark.parametrize("field, value, match", [("row_reduction", True, "row_reduction"),
+                                                  ("recurrent_product", False,
+                                                   "recurrent_product")])
+def test_a_kind_of_step_the_loop_does_not_run_is_refused(field, value, match):
+    fam = _time_loop.family("lstm")._replace(**{field: value})
+    with pytest.raises(NotImplementedError, match=match):
+        _time_loop.check_supported("layer_norm_lstm", fam)
+    _time_loop.check_supported("lstm", _time_loop.family("lstm"))
+
+
+def test_a_row_whose_phases_contradict_its_blocks_does_not_compile(tmp_path):
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
+    if shutil.which(cc[0]) is None:
+        pytest.skip(f"no C compiler ({cc[0]})")
+    source = tmp_path / "bad_row.c"
+    source.write_text('#include "cells/family_rows.h"\n'
+                      "#undef CELLS_FAMILY_RNN\n"
+                      "#define CELLS_FAMILY_RNN rnn, rnn, rnn, 1, 0, 1, 2, 0, 0, -1, 0, NONE, "
+                      "0, 0, 1\n"
+                      '#include "cells/families.h"\n'
+                      "int main(void) { return 0; }\n")
+    build = subprocess.run([*cc, *FLAGS, "-I", str(ROOT / "include"), "-c", str(source), "-o",
+                            str(tmp_path / "bad_row.o")], capture_output=True, text=True)
+    assert build.returncode != 0 and "cells_phases_of_RNN" in build.stderr
