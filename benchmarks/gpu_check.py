@@ -303,22 +303,23 @@ def cells_runs(cupy, family, T, B, H):
         Wx, Wh, b = r(H, 3 * H), r(H, 3 * H), r(2, 3 * H)
 
         def inference():
-            _gpu.gru_forward(dims, x, hI, Wx, Wh, b, True, False, 1)
+            _gpu.calls.gru_forward(dims, x, hI, Wx, Wh, b, True, False, 1)
 
         def training():
-            saved = _gpu.gru_forward(dims, x, hI, Wx, Wh, b, True, True, 1)
-            _gpu.gru_backward(dims, x, hI, Wx, Wh, b, True, saved, dLdh, None, None, 1)
+            saved = _gpu.calls.gru_forward(dims, x, hI, Wx, Wh, b, True, True, 1)
+            _gpu.calls.gru_backward(dims, x, hI, Wx, Wh, b, True, saved, dLdh, None, None, 1)
     else:
         Wx, Wr, b = r(H, 4 * H), r(H, 4 * H), r(4 * H)
 
         def inference():
-            _gpu.lstm_forward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True, False, 1)
+            _gpu.calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True, False,
+                                    1)
 
         def training():
-            h, _, _, c, gates, m = _gpu.lstm_forward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0,
-                                                     None, True, True, 1)
-            _gpu.lstm_backward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True,
-                               (h, c, gates, m), dLdh, None, None, 1)
+            h, _, _, c, gates, m = _gpu.calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, None, None,
+                                                           0.0, None, True, True, 1)
+            _gpu.calls.lstm_backward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True,
+                                     (h, c, gates, m), dLdh, None, None, 1)
     return inference, training
 
 

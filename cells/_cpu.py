@@ -3,10 +3,10 @@
 cells._backend chooses a backend from a call's arrays; every backend module has these functions:
 
     empty(shape, dtype), zeros(shape, dtype)       new C-ordered arrays of the backend's kind
-    gru_forward, gru_backward                      one per family and direction,
-    lstm_forward, lstm_backward                    with the arguments and results documented
-    lltm_forward, lltm_backward                    on each function here
-    rnn_forward, rnn_backward
+    calls                                          the family functions: calls.gru_forward,
+                                                   calls.gru_backward, ... one per family and
+                                                   direction (cells/_family_calls.py documents
+                                                   their arguments and results)
 
 The contract of the family functions:
   - the face (cells.gru, cells.lstm, cells.lltm, cells.rnn) has validated every argument: arrays
@@ -183,8 +183,4 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
 # The family functions (cells/_family_calls.py), on the loops above
 # ---------------------------------------------------------------------------------------------
 
-_calls = FamilyCalls(_forward, _backward, lambda a: np)
-gru_forward, gru_backward = _calls.gru_forward, _calls.gru_backward
-lstm_forward, lstm_backward = _calls.lstm_forward, _calls.lstm_backward
-lltm_forward, lltm_backward = _calls.lltm_forward, _calls.lltm_backward
-rnn_forward, rnn_backward = _calls.rnn_forward, _calls.rnn_backward
+calls = FamilyCalls(_forward, _backward, lambda a: np)

@@ -337,8 +337,4 @@ def _param_grad(xp, fam, dims, seq_len, fwd, dz, aux, cI, c):
 # The family functions (cells/_family_calls.py), on the loops above
 # ---------------------------------------------------------------------------------------------
 
-_calls = FamilyCalls(_forward, _backward, _backend.array_module)
-gru_forward, gru_backward = _calls.gru_forward, _calls.gru_backward
-lstm_forward, lstm_backward = _calls.lstm_forward, _calls.lstm_backward
-lltm_forward, lltm_backward = _calls.lltm_forward, _calls.lltm_backward
-rnn_forward, rnn_backward = _calls.rnn_forward, _calls.rnn_backward
+calls = FamilyCalls(_forward, _backward, _backend.array_module)

@@ -210,8 +210,8 @@ def gruCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2)
-    h, gates, _ = backend.gru_forward(dims, x[None], hI, Wx, Wh, b, lbr, True,
-                                      resolve_n_threads(n_threads, dims))
+    h, gates, _ = backend.calls.gru_forward(dims, x[None], hI, Wx, Wh, b, lbr, True,
+                                            resolve_n_threads(n_threads, dims))
     return GruCellResult(gates[0], h[0])
 
 
@@ -261,8 +261,8 @@ def gruCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     lbr = check.flag("linear_before_reset", linear_before_reset)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
-    dLdx, *grads = backend.gru_backward(dims, x[None], hI, Wx, Wh, b, lbr, None, dLdh[None],
-                                        None, None, resolve_n_threads(n_threads, dims))
+    dLdx, *grads = backend.calls.gru_backward(dims, x[None], hI, Wx, Wh, b, lbr, None, dLdh[None],
+                                              None, None, resolve_n_threads(n_threads, dims))
     return GruGrads(dLdx[0], *grads)
 
 
@@ -338,8 +338,8 @@ def gruTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
     fwd = check.flag("forward", forward)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
-    h, gates, hc = backend.gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep,
-                                       resolve_n_threads(n_threads, dims), lengths, fwd)
+    h, gates, hc = backend.calls.gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep,
+                                             resolve_n_threads(n_threads, dims), lengths, fwd)
     if not keep:
         return h
     ws = GruWorkspace(h, gates, hc, None if lengths is None else lengths.copy(), fwd)
@@ -418,9 +418,9 @@ def gruTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
     if workspace is not None:
         _check_workspace(workspace, dims, x, lbr, lengths, fwd)
         saved = workspace.h, workspace.gates, workspace.hc
-    return GruGrads(*backend.gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast,
-                                          None, resolve_n_threads(n_threads, dims), lengths, fwd,
-                                          input_grad))
+    return GruGrads(*backend.calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh,
+                                                dLdhLast, None, resolve_n_threads(n_threads, dims),
+                                                lengths, fwd, input_grad))
 
 
 def gruBlockCell(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.ndarray,
@@ -470,8 +470,8 @@ def gruBlockCell(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.ndarr
     (2, 4)
     """
     backend, dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc)
-    h, gates, _ = backend.gru_forward(dims, x[None], hLast, Wx, Wh, b, False, True,
-                                      resolve_n_threads(n_threads, dims))
+    h, gates, _ = backend.calls.gru_forward(dims, x[None], hLast, Wx, Wh, b, False, True,
+                                            resolve_n_threads(n_threads, dims))
     r, u, c = np.split(gates[0], 3, axis=1)
     return GruBlockCellResult(r.copy(), u.copy(), c.copy(), h[0])
 
@@ -535,7 +535,7 @@ def gruBlockCellBp(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.nda
         for k, g in enumerate((dLdr, dLdu, dLdc)):
             if g is not None:
                 dLdgates[0, :, k * nOut:(k + 1) * nOut] = g
-    dLdx, dLdhLast, dLdWx, dLdWh, dLdb = backend.gru_backward(
+    dLdx, dLdhLast, dLdWx, dLdWh, dLdb = backend.calls.gru_backward(
         dims, x[None], hLast, Wx, Wh, b, False, None,
         None if dLdh is None else dLdh[None], None, dLdgates, resolve_n_threads(n_threads, dims))
     dLdWru = np.concatenate([dLdWx[:, :2 * nOut], dLdWh[:, :2 * nOut]])

@@ -201,7 +201,7 @@ def lltm_forward(input: np.ndarray, weights: np.ndarray, bias: np.ndarray, old_h
     backend, dims = _check_lltm(_CELL_NAMES, 2, input, weights, bias, old_h, old_cell)
     _, B, _, S = dims
     gate_weights = backend.empty((B, 3 * S), input.dtype)
-    _, new_h, new_cell, gates, _ = backend.lltm_forward(
+    _, new_h, new_cell, gates, _ = backend.calls.lltm_forward(
         dims, input[None], weights, bias, old_h, old_cell, None, True, True,
         resolve_n_threads(n_threads, dims), z=gate_weights)
     i, o, n = (gates[0, :, k * S:(k + 1) * S].copy() for k in range(3))
@@ -280,7 +280,7 @@ def lltm_backward(grad_h: np.ndarray, grad_cell: np.ndarray, new_cell: np.ndarra
     gates = np.concatenate([input_gate, output_gate, candidate_cell], axis=1)[None]
     # h (the outputs of earlier steps) is never read with one step: hI stands in for it.
     saved = hI, gates, new_cell[None]
-    dLdx, dLdW, dLdb, dLdhI, dLdcI = backend.lltm_backward(
+    dLdx, dLdW, dLdb, dLdhI, dLdcI = backend.calls.lltm_backward(
         dims, X[None, :, S:], weights, hI, None, True, saved, None, grad_h, grad_cell,
         resolve_n_threads(n_threads, dims))
     return LltmCellGrads(dLdhI, dLdx[0], dLdW, dLdb, dLdcI)
@@ -350,8 +350,8 @@ def lltmTimeLoop(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, cI
     keep = check.flag("return_workspace", return_workspace)
     backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI)
     lens = check.seq_len(seq_len, dims[0], dims[1], x)
-    h, hL, cL, gates, c = backend.lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep,
-                                               resolve_n_threads(n_threads, dims))
+    h, hL, cL, gates, c = backend.calls.lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep,
+                                                     resolve_n_threads(n_threads, dims))
     if not keep:
         return LltmTimeLoopResult(h, hL, cL)
     ws = LltmWorkspace(h, gates, c, None if lens is None else lens.copy(), fwd)
@@ -423,9 +423,9 @@ def lltmTimeLoopBp(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, 
     if workspace is not None:
         _check_workspace(workspace, dims, x, lens, fwd)
         saved = workspace.h, workspace.gates, workspace.c
-    return LltmGrads(*backend.lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL, dLdcL,
-                                            resolve_n_threads(n_threads, dims), b=b, lens=lens,
-                                            input_grad=input_grad))
+    return LltmGrads(*backend.calls.lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL,
+                                                  dLdcL, resolve_n_threads(n_threads, dims), b=b,
+                                                  lens=lens, input_grad=input_grad))
 
 
 # ---------------------------------------------------------------------------------------------

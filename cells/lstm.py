@@ -270,9 +270,9 @@ def lstmLayerCell(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2)
-    _, hL, cL, _, _, _ = backend.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
-                                              None, True, False, resolve_n_threads(n_threads, dims),
-                                              acts)
+    _, hL, cL, _, _, _ = backend.calls.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None,
+                                                    clip, None, True, False,
+                                                    resolve_n_threads(n_threads, dims), acts)
     return LstmCellResult(hL, cL)
 
 
@@ -335,9 +335,9 @@ def lstmLayerCellBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[n
     for name, g in (("dLdh", dLdh), ("dLdc", dLdc)):
         if g is not None:
             check.shape(name, g, (bS, nOut), "[bS, nOut]")
-    dLdx, *grads, _ = backend.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
-                                            None, True, None, None, dLdh, dLdc,
-                                            resolve_n_threads(n_threads, dims), acts)
+    dLdx, *grads, _ = backend.calls.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
+                                                  None, True, None, None, dLdh, dLdc,
+                                                  resolve_n_threads(n_threads, dims), acts)
     return LstmGrads(dLdx[0], *grads)
 
 
@@ -419,9 +419,9 @@ def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional
     keep = check.flag("return_workspace", return_workspace)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
-    h, hL, cL, c, gates, m = backend.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
-                                                  lengths, fwd, keep,
-                                                  resolve_n_threads(n_threads, dims), acts)
+    h, hL, cL, c, gates, m = backend.calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
+                                                        lengths, fwd, keep,
+                                                        resolve_n_threads(n_threads, dims), acts)
     if not keep:
         return LstmTimeLoopResult(h, hL, cL)
     ws = LstmWorkspace(h, c, gates, m, None if lengths is None else lengths.copy(), fwd, clip,
@@ -514,9 +514,10 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
     if workspace is not None:
         _check_workspace(workspace, dims, x, lengths, fwd, clip, Wp, Wproj, acts)
         saved = workspace.h, workspace.c, workspace.gates, workspace.m
-    *grads, dLdWproj = backend.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
-                                             lengths, fwd, saved, dLdh, dLdhL, dLdcL,
-                                             resolve_n_threads(n_threads, dims), acts, input_grad)
+    *grads, dLdWproj = backend.calls.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
+                                                   lengths, fwd, saved, dLdh, dLdhL, dLdcL,
+                                                   resolve_n_threads(n_threads, dims), acts,
+                                                   input_grad)
     if Wproj is None:
         return LstmGrads(*grads)
     return LstmGradsWithProjection(*grads, dLdWproj)

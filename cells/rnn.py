@@ -139,8 +139,8 @@ def rnnCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     """
     act = _activation(activation)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2)
-    h, _, _ = backend.rnn_forward(dims, x[None], hI, Wx, Wh, b, act, False,
-                                  resolve_n_threads(n_threads, dims))
+    h, _, _ = backend.calls.rnn_forward(dims, x[None], hI, Wx, Wh, b, act, False,
+                                        resolve_n_threads(n_threads, dims))
     return h[0]
 
 
@@ -190,8 +190,8 @@ def rnnCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     act = _activation(activation)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
-    dLdx, *grads = backend.rnn_backward(dims, x[None], hI, Wx, Wh, b, act, None, dLdh[None],
-                                        None, resolve_n_threads(n_threads, dims))
+    dLdx, *grads = backend.calls.rnn_backward(dims, x[None], hI, Wx, Wh, b, act, None, dLdh[None],
+                                              None, resolve_n_threads(n_threads, dims))
     return RnnGrads(dLdx[0], *grads)
 
 
@@ -259,8 +259,8 @@ def rnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
     fwd = check.flag("forward", forward)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
-    h, _, gates = backend.rnn_forward(dims, x, hI, Wx, Wh, b, act, keep,
-                                      resolve_n_threads(n_threads, dims), lengths, fwd)
+    h, _, gates = backend.calls.rnn_forward(dims, x, hI, Wx, Wh, b, act, keep,
+                                            resolve_n_threads(n_threads, dims), lengths, fwd)
     if not keep:
         return h
     ws = RnnWorkspace(h, gates, act, None if lengths is None else lengths.copy(), fwd)
@@ -336,9 +336,9 @@ def rnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
                         {"h": (sL, bS, nOut), "gates": (sL, bS, nOut)}, ("gates",),
                         activation=act, seq_len=lengths, forward=fwd)
         saved = workspace.h, workspace.gates
-    return RnnGrads(*backend.rnn_backward(dims, x, hI, Wx, Wh, b, act, saved, dLdh, dLdhLast,
-                                          resolve_n_threads(n_threads, dims), lengths, fwd,
-                                          input_grad))
+    return RnnGrads(*backend.calls.rnn_backward(dims, x, hI, Wx, Wh, b, act, saved, dLdh, dLdhLast,
+                                                resolve_n_threads(n_threads, dims), lengths, fwd,
+                                                input_grad))
 
 
 # ---------------------------------------------------------------------------------------------
