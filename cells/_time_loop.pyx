@@ -1099,9 +1099,8 @@ class Family(NamedTuple):
     recurrent_product: bool
 
 
-def family(str name):
-    """The Family of `name` (a key of FAMILIES), read from the compiled table."""
-    cdef int i = FAMILIES[name]
+def _read_family(int i):
+    """Row i of the compiled table as a Family."""
     cdef cells_family_info fam = cells_families[i]
     return Family(fam.gates, fam.cell_state, fam.h_blocks, fam.aux, fam.aux_kept,
                   fam.aux_grad_block, fam.param_blocks, fam.projects, fam.phases,
@@ -1123,12 +1122,20 @@ def check_supported(str name, fam):
             f"loop does not support yet: every step multiplies the state by op(Wh)")
 
 
-def _check_table():
-    for name in FAMILIES:
-        check_supported(name, family(name))
+def _checked_table():
+    """Every family's row, read once (the backends read one on every call), each checked."""
+    table = {name: _read_family(i) for name, i in FAMILIES.items()}
+    for name, fam in table.items():
+        check_supported(name, fam)
+    return table
 
 
-_check_table()
+_TABLE = _checked_table()
+
+
+def family(str name):
+    """The Family of `name` (a key of FAMILIES), read from the compiled table."""
+    return _TABLE[name]
 
 
 # ---------------------------------------------------------------------------------------------

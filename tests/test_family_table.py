@@ -12,11 +12,10 @@ import pytest
 from c_programs import FLAGS, ROOT
 from cells import _time_loop, cuda
 
-NAMES = ["gru_reset_before", "gru_linear_before_reset", "lstm", "lltm", "rnn"]
+NAMES = list(_time_loop.FAMILIES)
 
 
-def test_the_names_come_from_the_table_in_its_order():
-    assert list(_time_loop.FAMILIES) == NAMES
+def test_the_names_index_the_table_in_its_order():
     assert list(_time_loop.FAMILIES.values()) == list(range(len(NAMES)))
 
 
@@ -28,12 +27,14 @@ def test_a_family_has_two_phases_exactly_where_some_blocks_multiply_aux(name):
     assert (fam.param_grad is None) == (fam.param_blocks == 0)
 
 
-def test_the_kernels_sources_and_phases_follow_the_table():
-    assert cuda.KERNEL_SOURCES == {"gru_reset_before": "gru", "gru_linear_before_reset": "gru",
-                                   "lstm": "lstm", "lltm": "lltm", "rnn": "rnn"}
-    assert cuda.KERNEL_PHASES == {
-        name: ("forward", "backward", "forward_b", "backward_b") if name == "gru_reset_before"
-        else ("forward", "backward") for name in NAMES}
+@pytest.mark.parametrize("name", NAMES)
+def test_the_kernels_source_defines_the_familys_kernels(name):
+    """cells.cuda's KERNEL_SOURCES names a source that instantiates the family's row, and
+    KERNEL_PHASES lists a second phase's kernels exactly for two-phase families."""
+    source = cuda.KERNELS_DIR / f"{cuda.KERNEL_SOURCES[name]}.cu"
+    assert f"#define CELLS_FAMILY_ROW CELLS_FAMILY_{name.upper()}\n" in source.read_text()
+    second = ("forward_b", "backward_b") if _time_loop.family(name).phases == 2 else ()
+    assert cuda.KERNEL_PHASES[name] == ("forward", "backward", *second)
 
 
 @pytest.mark.parametrize("field, value, match", [("row_reduction", True, "row_reduction"),
