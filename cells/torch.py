@@ -255,8 +255,8 @@ def _second_derivatives(recompute, params, grads, options, vs, needs):
         firsts = torch.autograd.grad([o for o, _ in given], [params[k] for k in wanted],
                                      [g for _, g in given], create_graph=True,
                                      allow_unused=True)
-        # a first derivative that is constant (relu's, of a bias) has no second
-        terms = [(f, vs[k]) for f, k in zip(firsts, wanted) if f is not None and f.requires_grad]
+        # None: a param the outputs do not depend on (x, where no row runs a step)
+        terms = [(f, vs[k]) for f, k in zip(firsts, wanted) if f is not None]
         targets = [k for k, need in enumerate(needs) if need]
         if not terms or not targets:
             return (None,) * len(needs)
