@@ -21,7 +21,8 @@ RNN's nonlinearity is cells' activation, and the LSTM's proj_size > 0 is cells' 
 Tensors are float32 or float64, on the CPU or on a CUDA device. On the CPU the kernels read
 them as NumPy arrays sharing their memory (tensor.numpy(); a strided one is copied by the
 kernel, except the transposes of torch's weight_ih and weight_hh, which the time loop reads
-where they are, writing their gradients in torch's layout; weight_hr's is copied), their
+where they are, writing their gradients in torch's layout; weight_hr's is copied, and its
+gradient copied back into weight_hr's layout), their
 results become tensors without a copy (torch.from_numpy), and every call runs on the threads
 cells chooses for its size (n_threads=None), at most torch.get_num_threads(): torch's count is
 a ceiling, not a demand that a call too small to gain from a second thread would pay for. CUDA
@@ -64,9 +65,18 @@ as tensors; empty tensors with keep_workspace=False). The backward of each is th
 cells::<family>_time_loop_backward, which runs cells' *TimeLoopBp on the saved workspace: the Bp
 consumes (overwrites) the gates, so it gets a copy of them, and backward(retain_graph=True) can run
 twice. Without a kept workspace it recomputes the forward pass. Its last argument, input_grad, is
-whether x needs a gradient: without, dL/dx is not computed (an empty tensor). Double backward
-raises a RuntimeError. The modules call these operators, so torch.compile(model, fullgraph=True)
-traces models that use them.
+whether x needs a gradient: without, dL/dx is not computed (an empty tensor). The modules call
+these operators, so torch.compile(model, fullgraph=True) traces models that use them.
+
+Double backward (backward(create_graph=True) or autograd.grad(create_graph=True), then a
+derivative of the gradients: gradient penalties, Hessian-vector products, meta-learning). Each
+backward operator has an autograd formula of its own, exact to rounding: it recomputes the time
+loop in plain torch operations (cells/_torch_recompute.py, one Python iteration per step, in
+cells' layout and with its seq_len and direction), takes its first derivatives with
+create_graph=True and differentiates them by the incoming gradients. Its results are
+differentiable in turn, to any order. It costs a forward and two backward passes of that Python
+loop, far slower than the kernels, and only where a second derivative is taken: a plain backward
+runs the backward operators with grad mode off, which records nothing for them.
 
 torch._dynamo refuses to trace any instance of torch.nn.GRU, LSTM or RNN unless
 torch._dynamo.config.allow_rnn is set; importing this module sets it (for torch's own RNN
@@ -85,7 +95,7 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 import cells
-from cells import _backend, cuda
+from cells import _backend, _torch_recompute, cuda
 from cells._prepared import PreparedNet
 from cells._threads import resolve_n_threads
 
@@ -196,7 +206,9 @@ def _gradient_like(weight, grad):
     """A weight's gradient with the weight's strides, as the backward operator's fake gives it
     (torch.empty_like(weight)): grad itself where they match, else a copy. On the CPU they match
     for torch's weights: the modules pass weight_ih.t() and weight_hh.t(), which cells reads
-    where they are, writing their gradients in the same layout."""
+    where they are, writing their gradients in the same layout. The LSTM's Wproj =
+    weight_hr.t() is the exception: cells copies it to read it and writes its gradient
+    C-ordered, copied here into weight_hr's layout, in which torch's LSTM gives it."""
     if grad.stride() == weight.stride():
         return grad
     return torch.empty_like(weight).copy_(grad)
@@ -212,11 +224,78 @@ def _needed(grads, needs):
     return tuple(g if need else None for g, need in zip(grads, needs))
 
 
-def _raise_double_backward(op):
-    def backward(ctx, *grads):
-        raise RuntimeError(f"cells.torch: double backward (a gradient of {op}, the backward of "
-                           f"a cells time loop) is not implemented")
-    return backward
+def _alias(t):
+    """A tensor of a double backward's recomputation: a view of t where t requires grad (the
+    result stays connected to t, for the next order), else a leaf that requires grad (what the
+    derivatives are taken with respect to). Derivatives with respect to the view are those
+    through this argument alone, not through another argument computed from t."""
+    if t is None:
+        return None
+    return t.view_as(t) if t.requires_grad else t.detach().requires_grad_()
+
+
+def _second_derivatives(recompute, params, grads, options, vs, needs):
+    """The derivatives of a backward operator's results <vs, J(params)ᵀ grads> (J: the Jacobian
+    of the time loop's differentiable outputs with respect to params) with respect to each
+    of params and grads where needs says, None for the others.
+
+    recompute(*params, *options) is the time loop in torch operations (cells._torch_recompute):
+    its first derivatives are taken with create_graph=True and differentiated again, in a graph
+    of their own, itself recorded when grad mode is on (create_graph=True): the results are
+    differentiable again."""
+    create_graph = torch.is_grad_enabled()
+    wanted = [k for k, v in enumerate(vs) if v is not None]
+    if not wanted:
+        return (None,) * len(needs)
+    with torch.enable_grad():
+        tensors = [_alias(t) for t in (*params, *grads)]
+        params, grads = tensors[:len(params)], tensors[len(params):]
+        outputs = recompute(*params, *options)
+        given = [(o, g) for o, g in zip(outputs, grads) if g is not None]
+        firsts = torch.autograd.grad([o for o, _ in given], [params[k] for k in wanted],
+                                     [g for _, g in given], create_graph=True,
+                                     allow_unused=True)
+        # None: a param the outputs do not depend on (x, where no row runs a step)
+        terms = [(f, vs[k]) for f, k in zip(firsts, wanted) if f is not None]
+        targets = [k for k, need in enumerate(needs) if need]
+        if not terms or not targets:
+            return (None,) * len(needs)
+        seconds = torch.autograd.grad([f for f, _ in terms], [tensors[k] for k in targets],
+                                      [v for _, v in terms], create_graph=create_graph,
+                                      allow_unused=True)
+    result = [None] * len(needs)
+    for k, second in zip(targets, seconds):
+        result[k] = second
+    return tuple(result)
+
+
+def _register_double_backward(op, recompute, n_params, n_grads, n_options):
+    """Register the autograd formula of a backward operator: its arguments are the time loop's
+    n_params differentiable inputs, the n_grads gradients of its differentiable outputs, then
+    n_options that recompute(*params, *options) takes, then the workspace and input_grad; its
+    results are the gradients of the params, in their order (dL/dx, the first, an empty tensor
+    without input_grad: nothing depends on it).
+
+    The formula is exact: it differentiates the recomputation twice (_second_derivatives), a
+    Python loop over the time steps. It is recorded only where autograd records the backward
+    operator, under backward(create_graph=True) or autograd.grad(create_graph=True): a plain
+    backward runs with grad mode off and saves nothing for it."""
+    def setup_context(ctx, inputs, output):
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(*inputs[:n_params + n_grads])
+        ctx.options = inputs[n_params + n_grads:n_params + n_grads + n_options]
+        ctx.input_grad = inputs[-1]
+
+    def backward(ctx, *vs):
+        if not ctx.input_grad:
+            vs = (None, *vs[1:])
+        saved = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        seconds = _second_derivatives(recompute, saved[:n_params], saved[n_params:],
+                                      ctx.options, vs, needs[:n_params + n_grads])
+        return (*seconds, *(None for _ in needs[n_params + n_grads:]))
+
+    op.register_autograd(backward, setup_context=setup_context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,7 +379,7 @@ def _gru_backward(ctx, dLdh, _gates, _hc):
 
 
 gru_time_loop.register_autograd(_gru_backward, setup_context=_gru_setup_context)
-gru_time_loop_backward.register_autograd(_raise_double_backward("cells::gru_time_loop"))
+_register_double_backward(gru_time_loop_backward, _torch_recompute.gru, 5, 1, 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,7 +446,8 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
         forward=forward, workspace=workspace, input_grad=input_grad,
         n_threads=_n_threads(x, cI.shape[1]))
     dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI = _grad_tensors(grads[:6], x)
-    dLdWproj = _no_workspace(x) if Wproj is None else _tensor(grads.dLdWproj)
+    dLdWproj = (_no_workspace(x) if Wproj is None
+                else _gradient_like(Wproj, _tensor(grads.dLdWproj)))
     return (dLdx, _gradient_like(Wx, dLdWx), _gradient_like(Wr, dLdWr), dLdb, dLdhI, dLdcI,
             dLdWproj)
 
@@ -375,7 +455,7 @@ def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Te
 @lstm_time_loop_backward.register_fake
 def _(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL, dLdcL, seq_len, forward, h, c, gates, m,
       input_grad):
-    dLdWproj = _no_workspace(x) if Wproj is None else Wproj.new_empty(Wproj.shape)
+    dLdWproj = _no_workspace(x) if Wproj is None else torch.empty_like(Wproj)
     return (_dLdx_like(x, input_grad), torch.empty_like(Wx), torch.empty_like(Wr),
             *(t.new_empty(t.shape) for t in (b, hI, cI)), dLdWproj)
 
@@ -401,7 +481,7 @@ def _lstm_backward(ctx, dLdh, dLdhL, dLdcL, _c, _gates, _m):
 
 
 lstm_time_loop.register_autograd(_lstm_backward, setup_context=_lstm_setup_context)
-lstm_time_loop_backward.register_autograd(_raise_double_backward("cells::lstm_time_loop"))
+_register_double_backward(lstm_time_loop_backward, _torch_recompute.lstm, 7, 3, 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,7 +565,7 @@ def _lltm_backward(ctx, dLdh, dLdhL, dLdcL, _gates, _c):
 
 
 lltm_time_loop.register_autograd(_lltm_backward, setup_context=_lltm_setup_context)
-lltm_time_loop_backward.register_autograd(_raise_double_backward("cells::lltm_time_loop"))
+_register_double_backward(lltm_time_loop_backward, _torch_recompute.lltm, 5, 3, 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,7 +647,7 @@ def _rnn_backward(ctx, dLdh, _gates):
 
 
 rnn_time_loop.register_autograd(_rnn_backward, setup_context=_rnn_setup_context)
-rnn_time_loop_backward.register_autograd(_raise_double_backward("cells::rnn_time_loop"))
+_register_double_backward(rnn_time_loop_backward, _torch_recompute.rnn, 5, 1, 3)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """cells.torch's custom operators: gradcheck (central differences, float64), torch.library's
-opcheck, torch.compile(fullgraph=True), retain_graph, double backward."""
+opcheck, torch.compile(fullgraph=True), retain_graph (double backward:
+tests/test_torch_gradgrad.py)."""
 import os
 import shutil
 
@@ -83,8 +84,8 @@ def test_opcheck(family, layout):
     for lengths, forward, keep in ((None, True, True), (LENGTHS, False, True),
                                    (LENGTHS, True, False)):
         torch.library.opcheck(op, (*tensors, *options, lengths, forward, keep))
-    # the backward operator, on a forward's workspace (without requires_grad: its own
-    # backward is the double backward, which raises)
+    # the backward operator, on a forward's workspace (with requires_grad, in
+    # tests/test_torch_gradgrad.py)
     backward = getattr(torch.ops.cells, op._qualified_op_name.split("::")[1] + "_backward")
     _, plain, _, _ = op_inputs(family, grad=False, layout=layout)
     for lengths, forward, input_grad in ((None, True, True), (LENGTHS, False, False)):
@@ -130,14 +131,6 @@ def test_retain_graph_twice():
     first = lltm.weights.grad.clone()
     loss.backward()
     torch.testing.assert_close(lltm.weights.grad, 2 * first, rtol=1e-6, atol=1e-6)
-
-
-def test_double_backward_raises():
-    module = ct.GRU(nIn, H, dtype=torch.float64)
-    x = random(sL, bS, nIn)
-    (dx,) = torch.autograd.grad(module(x)[0].pow(2).sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match="double backward"):
-        dx.sum().backward()
 
 
 def test_only_what_requires_grad():
