@@ -8,7 +8,8 @@ families alike reads the declarations here instead of listing the families again
 - ``python -m cells`` checks and times every family and variant (cells/__main__.py);
 - the benchmarks build their inputs and call cells from them (benchmarks/families.py);
 - the tests hold every declared family to the shared checks (tests/test_families.py says which);
-- cells.torch generates its custom operators from them.
+- cells.torch generates its custom operators from them (with Family.torch, what an operator
+  adds: the options it fixes or passes through, and its optional arrays).
 
 Shapes are written in the time loop's dimensions: sL time steps, bS batch rows, nIn inputs,
 nOut units (the state has nOut columns; the LSTM's projection, an option, is not part of the
@@ -37,6 +38,33 @@ class Argument(NamedTuple):
     shape: Callable[[Dims], tuple]
 
 
+class TorchOperator(NamedTuple):
+    """What cells.torch's custom operator for a family's time loop (cells::<name>_time_loop,
+    and its backward cells::<name>_time_loop_backward) adds to the family's declaration.
+
+    options: keyword options of the time loop the operator fixes ({"linear_before_reset":
+      True}: torch's GRU);
+    extra_params: optional arrays it takes after the declared arguments, differentiable, passed
+      to the time loop by keyword (the LSTM's "Wproj"), their gradients named "dLd<name>";
+    extra_options: (name, schema type) of the options it passes through after those, by keyword
+      (the RNN's ("activation", "str"));
+    units: the argument whose columns are the units (the state may be narrower: a projection);
+    workspace_fields(call) -> {field: value}: the workspace's fields beyond its arrays, seq_len
+      and forward, from the call's extra params and options ({name: value});
+    optional_workspace: {workspace array: the extra param without which it is not kept}.
+    """
+    options: dict
+    extra_params: tuple
+    extra_options: tuple
+    units: str
+    workspace_fields: Callable[[dict], dict]
+    optional_workspace: dict
+
+
+def _no_fields(call):
+    return {}
+
+
 # The final state of a family that returns only h: h at the loop's last step.
 LAST_STEP = "h at the last step"
 
@@ -57,7 +85,8 @@ class Family(NamedTuple):
       more, for options these shapes do not declare);
     workspace: the arrays of the time loop's workspace (return_workspace=True);
     consumed: those of them the backward overwrites with gradients (a workspace serves one
-      backward).
+      backward);
+    torch: its cells.torch operator (TorchOperator), or None.
     """
     name: str
     variants: dict
@@ -69,6 +98,7 @@ class Family(NamedTuple):
     grads: tuple
     workspace: tuple
     consumed: tuple
+    torch: TorchOperator
 
     @property
     def gates(self):
@@ -115,7 +145,10 @@ GRU = Family(
                Argument("b", "weight", lambda d: (2, 3 * d.nOut))),
     outputs=("h",), final_states=((LAST_STEP, "dLdhLast"),),
     grads=("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"),
-    workspace=("h", "gates", "hc"), consumed=("gates", "hc"))
+    workspace=("h", "gates", "hc"), consumed=("gates", "hc"),
+    torch=TorchOperator(options={"linear_before_reset": True}, extra_params=(),
+                        extra_options=(), units="hI", workspace_fields=_no_fields,
+                        optional_workspace={}))
 
 LSTM = Family(
     name="lstm",
@@ -128,7 +161,11 @@ LSTM = Family(
                Argument("hI", "state", _state), Argument("cI", "state", _state)),
     outputs=("h", "hL", "cL"), final_states=(("hL", "dLdhL"), ("cL", "dLdcL")),
     grads=("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI"),
-    workspace=("h", "c", "gates", "m"), consumed=("gates",))
+    workspace=("h", "c", "gates", "m"), consumed=("gates",),
+    torch=TorchOperator(options={}, extra_params=("Wproj",), extra_options=(), units="cI",
+                        workspace_fields=lambda call: {"cell_clip": 0.0, "peepholes": False,
+                                                       "projected": call["Wproj"] is not None},
+                        optional_workspace={"m": "Wproj"}))
 
 LLTM = Family(
     name="lltm",
@@ -140,7 +177,9 @@ LLTM = Family(
                Argument("hI", "state", _state), Argument("cI", "state", _state)),
     outputs=("h", "hL", "cL"), final_states=(("hL", "dLdhL"), ("cL", "dLdcL")),
     grads=("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"),
-    workspace=("h", "gates", "c"), consumed=("gates",))
+    workspace=("h", "gates", "c"), consumed=("gates",),
+    torch=TorchOperator(options={}, extra_params=(), extra_options=(), units="hI",
+                        workspace_fields=_no_fields, optional_workspace={}))
 
 RNN = Family(
     name="rnn",
@@ -153,6 +192,10 @@ RNN = Family(
                Argument("b", "weight", lambda d: (2, d.nOut))),
     outputs=("h",), final_states=((LAST_STEP, "dLdhLast"),),
     grads=("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"),
-    workspace=("h", "gates"), consumed=("gates",))
+    workspace=("h", "gates"), consumed=("gates",),
+    torch=TorchOperator(options={}, extra_params=(), extra_options=(("activation", "str"),),
+                        units="hI",
+                        workspace_fields=lambda call: {"activation": call["activation"]},
+                        optional_workspace={}))
 
 FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM, RNN)}

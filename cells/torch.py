@@ -48,7 +48,9 @@ shapes torch expects) is checked in a few comparisons and runs straight on the n
 goes through the full checks, which raise torch's errors.
 
 Autograd and torch.compile. Each time loop is a custom operator (torch.library, namespace
-"cells"), with a fake (meta) implementation and a backward formula:
+"cells"), with a fake (meta) implementation and a backward formula, all generated from the
+family's declaration (cells/_families.py: its arguments, outputs and workspace, and what the
+operator adds, Family.torch):
 
     cells::gru_time_loop(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace) -> (h, gates, hc)
     cells::lstm_time_loop(x, Wx, Wr, b, hI, cI, Wproj, seq_len, forward, keep_workspace)
@@ -85,7 +87,7 @@ modules too, which dynamo then traces instead of breaking the graph).
 import copy
 import functools
 import math
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -95,7 +97,7 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 import cells
-from cells import _backend, _torch_recompute, cuda
+from cells import _backend, _families, _torch_recompute, cuda
 from cells._prepared import PreparedNet
 from cells._threads import resolve_n_threads
 
@@ -299,355 +301,184 @@ def _register_double_backward(op, recompute, n_params, n_grads, n_options):
 
 
 # ---------------------------------------------------------------------------------------------
-# GRU (PyTorch's: linear_before_reset=True)
+# The operators, generated from the families' declarations (cells/_families.py)
 # ---------------------------------------------------------------------------------------------
 
-@torch.library.custom_op("cells::gru_time_loop", mutates_args=())
-@_on_torch_stream
-def gru_time_loop(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
-                  seq_len: Optional[Tensor], forward: bool,
-                  keep_workspace: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """cells.gruTimeLoop with linear_before_reset=True: x [sL, bS, nIn], hI [bS, nOut],
-    Wx [nIn, 3nOut], Wh [nOut, 3nOut], b [3nOut] or [2, 3nOut], seq_len [bS] or None. Returns
-    (h [sL, bS, nOut], gates [sL, bS, 3nOut], hc [sL, bS, nOut]); gates and hc (the GruWorkspace)
-    are empty without keep_workspace."""
-    arrays = (_array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh),
-              _array("b", b))
-    options = dict(linear_before_reset=True, seq_len=_lengths(seq_len), forward=forward,
-                   n_threads=_n_threads(x, hI.shape[1]))
-    if not keep_workspace:
-        return _tensor(cells.gruTimeLoop(*arrays, **options)), _no_workspace(x), _no_workspace(x)
-    h, ws = cells.gruTimeLoop(*arrays, return_workspace=True, **options)
-    return _tensor(h), _tensor(ws.gates), _tensor(ws.hc)
+class _Operator:
+    """The time loop operator cells::<family>_time_loop of a declared family and its backward
+    cells::<family>_time_loop_backward, their argument lists, bodies and fake implementations.
+
+    The time loop takes the differentiable arrays (`params`: the declared arguments, then the
+    operator's optional extra arrays), its options (`options`), seq_len, forward and
+    keep_workspace; it returns the declared outputs, then the workspace's arrays other than h
+    (empty tensors without keep_workspace). The backward takes the params, the gradients of the
+    outputs (`grads`: dL/d<output>, each optional), the options, seq_len, forward, the
+    workspace (h first) and input_grad; it returns the params' gradients in their order (dL/dx
+    empty without input_grad; an absent extra array's empty)."""
+
+    def __init__(self, declared):
+        op = declared.torch
+        self.declared, self.op = declared, op
+        # the faces' workspace NamedTuple: cells.GruWorkspace, cells.LstmWorkspace, ...
+        self.Workspace = getattr(cells, f"{declared.name.capitalize()}Workspace")
+        self.arguments = [a.name for a in declared.arguments]
+        self.params = [*self.arguments, *op.extra_params]
+        self.weights = {a.name for a in declared.arguments if a.kind == "weight"}
+        self.weights.update(op.extra_params)
+        self.options = [name for name, _ in op.extra_options]
+        self.grads = [f"dLd{name}" for name in declared.outputs]
+        self.kept = [name for name in declared.workspace if name != "h"]
+
+    def schemas(self):
+        """The schemas of the time loop and of its backward."""
+        params = [f"Tensor {n}" for n in self.arguments]
+        params += [f"Tensor? {n}" for n in self.op.extra_params]
+        options = [f"{kind} {name}" for name, kind in self.op.extra_options]
+        call = [*options, "Tensor? seq_len", "bool forward"]
+        results = len(self.declared.outputs) + len(self.kept)
+        loop = (f"({', '.join([*params, *call, 'bool keep_workspace'])}) -> "
+                f"({', '.join(['Tensor'] * results)})")
+        grads = [f"Tensor? {g}" for g in self.grads]
+        workspace = [f"Tensor {n}" for n in self.declared.workspace]
+        backward = (f"({', '.join([*params, *grads, *call, *workspace, 'bool input_grad'])}) "
+                    f"-> ({', '.join(['Tensor'] * len(self.params))})")
+        return loop, backward
+
+    def _call(self, named):
+        """The time loop's keywords for an operator call's arguments `named`: the fixed and
+        passed-through options, the extra arrays, seq_len, forward and n_threads."""
+        x, units = named["x"], named[self.op.units].shape[1]
+        extras = {n: _array(n, named[n]) for n in self.op.extra_params}
+        return dict(self.op.options, **extras, **{n: named[n] for n in self.options},
+                    seq_len=_lengths(named["seq_len"]), forward=named["forward"],
+                    n_threads=_n_threads(x, units))
+
+    def _skipped(self, name, named):
+        """Whether workspace array `name` is not kept for this call (an absent extra array)."""
+        needed = self.op.optional_workspace.get(name)
+        return needed is not None and named[needed] is None
+
+    def run(self, *args):
+        """The time loop operator's body."""
+        named = dict(zip([*self.params, *self.options, "seq_len", "forward", "keep_workspace"],
+                         args))
+        x = named["x"]
+        arrays = [_array(n, named[n]) for n in self.arguments]
+        keep = named["keep_workspace"]
+        time_loop = getattr(cells, self.declared.time_loop)   # looked up per call: patchable
+        result = time_loop(*arrays, return_workspace=keep, **self._call(named))
+        result = result if isinstance(result, tuple) else (result,)
+        if not keep:
+            return (*map(_tensor, result), *(_no_workspace(x) for _ in self.kept))
+        *outputs, workspace = result
+        kept = [getattr(workspace, n) for n in self.kept]
+        return (*map(_tensor, outputs),
+                *(_no_workspace(x) if a is None else _tensor(a) for a in kept))
+
+    def fake(self, *args):
+        """The time loop's fake: h [sL, bS, nState] (nState: hI's columns), each final state
+        shaped as its initial one (hL as hI, cL as cI), the workspace's gates [sL, bS, G] and
+        its other arrays [sL, bS, nOut]."""
+        named = dict(zip([*self.params, *self.options, "seq_len", "forward", "keep_workspace"],
+                         args))
+        x, hI = named["x"], named["hI"]
+        sL, bS, nOut = x.shape[0], x.shape[1], named[self.op.units].shape[1]
+        outputs = [x.new_empty((sL, bS, hI.shape[1])) if n == "h"
+                   else x.new_empty(named[n[:-1] + "I"].shape) for n in self.declared.outputs]
+        if not named["keep_workspace"]:
+            return (*outputs, *(_no_workspace(x) for _ in self.kept))
+        G = self.declared.gates * nOut
+        return (*outputs, *(_no_workspace(x) if self._skipped(n, named)
+                            else x.new_empty((sL, bS, G if n == "gates" else nOut))
+                            for n in self.kept))
+
+    def _backward_names(self):
+        return [*self.params, *self.grads, *self.options, "seq_len", "forward",
+                *self.declared.workspace, "input_grad"]
+
+    def run_backward(self, *args):
+        """The backward operator's body: cells' Bp on the workspace (its consumed arrays
+        copied: the saved tensors serve another backward), or recomputing the forward where
+        none was kept."""
+        named = dict(zip(self._backward_names(), args))
+        x, call = named["x"], self._call(named)
+        workspace = None
+        if _kept(named["gates"]):
+            arrays = {n: None if self._skipped(n, named)
+                      else _consumable(n, named[n]) if n in self.declared.consumed
+                      else _array(n, named[n]) for n in self.declared.workspace}
+            workspace = self.Workspace(**arrays, seq_len=call["seq_len"],
+                                       forward=call["forward"],
+                                       **self.op.workspace_fields(named))
+        dLdh, *others = (_array(g, named[g]) for g in self.grads)
+        time_loop_bp = getattr(cells, self.declared.time_loop_bp)
+        grads = time_loop_bp(*(_array(n, named[n]) for n in self.arguments), dLdh,
+                             **dict(zip(self.grads[1:], others)), workspace=workspace,
+                             input_grad=named["input_grad"], **call)
+        dLdx, *declared = _grad_tensors(grads[:len(self.arguments)], x)
+        # absent extra arrays have no field (LstmGrads has no dLdWproj)
+        extras = [getattr(grads, f"dLd{n}", None) for n in self.op.extra_params]
+        results = [dLdx, *declared, *(None if g is None else _tensor(g) for g in extras)]
+        return tuple(_no_workspace(x) if g is None
+                     else _gradient_like(named[n], g) if n in self.weights else g
+                     for n, g in zip(self.params, results))
+
+    def fake_backward(self, *args):
+        """The backward's fake: each param's gradient shaped (a weight's: strided) as it."""
+        named = dict(zip(self._backward_names(), args))
+        x = named["x"]
+        return (_dLdx_like(x, named["input_grad"]),
+                *(_no_workspace(x) if named[n] is None
+                  else torch.empty_like(named[n]) if n in self.weights
+                  else named[n].new_empty(named[n].shape) for n in self.params[1:]))
+
+    def setup_context(self, ctx, inputs, output):
+        n = len(self.params)
+        named = dict(zip([*self.params, *self.options, "seq_len", "forward", "keep_workspace"],
+                         inputs))
+        kept = output[len(self.declared.outputs):]
+        ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(*kept)
+        ctx.save_for_backward(*inputs[:n], named["seq_len"], output[0], *kept)
+        ctx.call = tuple(named[o] for o in self.options) + (named["forward"],)
+
+    def backward(self, ctx, *output_grads):
+        n, n_inputs = len(self.params), len(self.params) + len(self.options) + 3
+        needs = ctx.needs_input_grad[:n]
+        grads = output_grads[:len(self.grads)]
+        if not any(needs) or all(g is None for g in grads):
+            return (None,) * n_inputs
+        *params, seq_len, h = ctx.saved_tensors[:n + 2]
+        kept = ctx.saved_tensors[n + 2:]
+        *options, forward = ctx.call
+        results = self.backward_op(*params, *grads, *options, seq_len, forward, h, *kept,
+                                   needs[0])
+        return (*_needed(results, needs), *(None for _ in range(n_inputs - n)))
+
+    def register(self):
+        """Define both operators, their fakes and their autograd formulas."""
+        name = self.declared.name
+        loop_schema, backward_schema = self.schemas()
+        loop = torch.library.custom_op(f"cells::{name}_time_loop", _on_torch_stream(self.run),
+                                       mutates_args=(), schema=loop_schema)
+        self.backward_op = torch.library.custom_op(
+            f"cells::{name}_time_loop_backward", _on_torch_stream(self.run_backward),
+            mutates_args=(), schema=backward_schema)
+        loop.register_fake(self.fake)
+        self.backward_op.register_fake(self.fake_backward)
+        loop.register_autograd(self.backward, setup_context=self.setup_context)
+        _register_double_backward(self.backward_op, getattr(_torch_recompute, name),
+                                  len(self.params), len(self.grads), len(self.options) + 2)
 
 
-@gru_time_loop.register_fake
-def _(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace):
-    sL, bS, nOut = x.shape[0], x.shape[1], hI.shape[1]
-    h = x.new_empty((sL, bS, nOut))
-    if not keep_workspace:
-        return h, _no_workspace(x), _no_workspace(x)
-    return h, x.new_empty((sL, bS, 3 * nOut)), x.new_empty((sL, bS, nOut))
+def _register_operators():
+    """Every declared family's operators (those with a cells.torch operator)."""
+    for declared in _families.FAMILIES.values():
+        if declared.torch is not None:
+            _Operator(declared).register()
 
 
-@torch.library.custom_op("cells::gru_time_loop_backward", mutates_args=())
-@_on_torch_stream
-def gru_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
-                           dLdh: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
-                           h: Tensor, gates: Tensor, hc: Tensor,
-                           input_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """cells.gruTimeLoopBp (linear_before_reset=True) on cells::gru_time_loop's workspace
-    (h, gates, hc; gates and hc are copied, as the Bp consumes them; empty: the forward is
-    recomputed). Returns (dLdx, dLdhI, dLdWx, dLdWh, dLdb), shaped as x, hI, Wx, Wh, b (dLdx
-    empty without input_grad; dLdWx and dLdWh with the strides of Wx and Wh)."""
-    lengths = _lengths(seq_len)
-    workspace = None
-    if _kept(gates):
-        workspace = cells.GruWorkspace(_array("h", h), _consumable("gates", gates),
-                                       _consumable("hc", hc), lengths, forward)
-    grads = cells.gruTimeLoopBp(
-        _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
-        _array("dLdh", dLdh), workspace=workspace, linear_before_reset=True, seq_len=lengths,
-        forward=forward, input_grad=input_grad, n_threads=_n_threads(x, hI.shape[1]))
-    dLdx, dLdhI, dLdWx, dLdWh, dLdb = _grad_tensors(grads, x)
-    return dLdx, dLdhI, _gradient_like(Wx, dLdWx), _gradient_like(Wh, dLdWh), dLdb
-
-
-@gru_time_loop_backward.register_fake
-def _(x, hI, Wx, Wh, b, dLdh, seq_len, forward, h, gates, hc, input_grad):
-    return (_dLdx_like(x, input_grad), hI.new_empty(hI.shape), torch.empty_like(Wx),
-            torch.empty_like(Wh), b.new_empty(b.shape))
-
-
-def _gru_setup_context(ctx, inputs, output):
-    x, hI, Wx, Wh, b, seq_len, forward, _ = inputs
-    h, gates, hc = output
-    ctx.set_materialize_grads(False)
-    ctx.mark_non_differentiable(gates, hc)
-    ctx.save_for_backward(x, hI, Wx, Wh, b, seq_len, h, gates, hc)
-    ctx.forward = forward
-
-
-def _gru_backward(ctx, dLdh, _gates, _hc):
-    needs = ctx.needs_input_grad[:5]
-    if not any(needs) or dLdh is None:
-        return (None,) * 8
-    x, hI, Wx, Wh, b, seq_len, h, gates, hc = ctx.saved_tensors
-    grads = torch.ops.cells.gru_time_loop_backward(x, hI, Wx, Wh, b, dLdh, seq_len, ctx.forward,
-                                                   h, gates, hc, needs[0])
-    return (*_needed(grads, needs), None, None, None)
-
-
-gru_time_loop.register_autograd(_gru_backward, setup_context=_gru_setup_context)
-_register_double_backward(gru_time_loop_backward, _torch_recompute.gru, 5, 1, 2)
-
-
-# ---------------------------------------------------------------------------------------------
-# LSTM (no peepholes, no clipping: PyTorch's)
-# ---------------------------------------------------------------------------------------------
-
-@torch.library.custom_op("cells::lstm_time_loop", mutates_args=())
-@_on_torch_stream
-def lstm_time_loop(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
-                   Wproj: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
-                   keep_workspace: bool
-                   ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """cells.lstmLayerTimeLoop: x [sL, bS, nIn], Wx [nIn, 4nOut], Wr [nState, 4nOut], b [4nOut],
-    hI [bS, nState], cI [bS, nOut], Wproj [nOut, nProj] or None (nState = nProj with it, nOut
-    without), seq_len [bS] or None. Returns (h [sL, bS, nState], hL [bS, nState], cL [bS, nOut],
-    c [sL, bS, nOut], gates [sL, bS, 4nOut], m [sL, bS, nOut]); c, gates and m (the
-    LstmWorkspace) are empty without keep_workspace, m also without Wproj."""
-    arrays = (_array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b),
-              _array("hI", hI), _array("cI", cI))
-    options = dict(Wproj=_array("Wproj", Wproj), seq_len=_lengths(seq_len), forward=forward,
-                   n_threads=_n_threads(x, cI.shape[1]))
-    if not keep_workspace:
-        h, hL, cL = cells.lstmLayerTimeLoop(*arrays, **options)
-        return (_tensor(h), _tensor(hL), _tensor(cL), *(_no_workspace(x) for _ in range(3)))
-    h, hL, cL, ws = cells.lstmLayerTimeLoop(*arrays, return_workspace=True, **options)
-    m = _no_workspace(x) if ws.m is None else _tensor(ws.m)
-    return _tensor(h), _tensor(hL), _tensor(cL), _tensor(ws.c), _tensor(ws.gates), m
-
-
-@lstm_time_loop.register_fake
-def _(x, Wx, Wr, b, hI, cI, Wproj, seq_len, forward, keep_workspace):
-    sL, bS, nState, nOut = x.shape[0], x.shape[1], hI.shape[1], cI.shape[1]
-    outputs = (x.new_empty((sL, bS, nState)), hI.new_empty(hI.shape), cI.new_empty(cI.shape))
-    if not keep_workspace:
-        return (*outputs, *(_no_workspace(x) for _ in range(3)))
-    m = _no_workspace(x) if Wproj is None else x.new_empty((sL, bS, nOut))
-    return (*outputs, x.new_empty((sL, bS, nOut)), x.new_empty((sL, bS, 4 * nOut)), m)
-
-
-@torch.library.custom_op("cells::lstm_time_loop_backward", mutates_args=())
-@_on_torch_stream
-def lstm_time_loop_backward(x: Tensor, Wx: Tensor, Wr: Tensor, b: Tensor, hI: Tensor,
-                            cI: Tensor, Wproj: Optional[Tensor], dLdh: Optional[Tensor],
-                            dLdhL: Optional[Tensor], dLdcL: Optional[Tensor],
-                            seq_len: Optional[Tensor], forward: bool, h: Tensor, c: Tensor,
-                            gates: Tensor, m: Tensor, input_grad: bool
-                            ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """cells.lstmLayerTimeLoopBp on cells::lstm_time_loop's workspace (h, c, gates, m; gates are
-    copied, as the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdWx,
-    dLdWr, dLdb, dLdhI, dLdcI, dLdWproj), shaped as x, Wx, Wr, b, hI, cI, Wproj (dLdx empty
-    without input_grad, dLdWproj without Wproj; dLdWx and dLdWr with the strides of Wx and
-    Wr)."""
-    lengths = _lengths(seq_len)
-    workspace = None
-    if _kept(gates):
-        workspace = cells.LstmWorkspace(_array("h", h), _array("c", c),
-                                        _consumable("gates", gates),
-                                        None if Wproj is None else _array("m", m), lengths,
-                                        forward, 0.0, False, Wproj is not None)
-    grads = cells.lstmLayerTimeLoopBp(
-        _array("x", x), _array("Wx", Wx), _array("Wr", Wr), _array("b", b), _array("hI", hI),
-        _array("cI", cI), _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL),
-        dLdcL=_array("dLdcL", dLdcL), Wproj=_array("Wproj", Wproj), seq_len=lengths,
-        forward=forward, workspace=workspace, input_grad=input_grad,
-        n_threads=_n_threads(x, cI.shape[1]))
-    dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI = _grad_tensors(grads[:6], x)
-    dLdWproj = (_no_workspace(x) if Wproj is None
-                else _gradient_like(Wproj, _tensor(grads.dLdWproj)))
-    return (dLdx, _gradient_like(Wx, dLdWx), _gradient_like(Wr, dLdWr), dLdb, dLdhI, dLdcI,
-            dLdWproj)
-
-
-@lstm_time_loop_backward.register_fake
-def _(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL, dLdcL, seq_len, forward, h, c, gates, m,
-      input_grad):
-    dLdWproj = _no_workspace(x) if Wproj is None else torch.empty_like(Wproj)
-    return (_dLdx_like(x, input_grad), torch.empty_like(Wx), torch.empty_like(Wr),
-            *(t.new_empty(t.shape) for t in (b, hI, cI)), dLdWproj)
-
-
-def _lstm_setup_context(ctx, inputs, output):
-    x, Wx, Wr, b, hI, cI, Wproj, seq_len, forward, _ = inputs
-    h, _, _, c, gates, m = output
-    ctx.set_materialize_grads(False)
-    ctx.mark_non_differentiable(c, gates, m)
-    ctx.save_for_backward(x, Wx, Wr, b, hI, cI, Wproj, seq_len, h, c, gates, m)
-    ctx.forward = forward
-
-
-def _lstm_backward(ctx, dLdh, dLdhL, dLdcL, _c, _gates, _m):
-    needs = ctx.needs_input_grad[:7]
-    if not any(needs) or (dLdh is None and dLdhL is None and dLdcL is None):
-        return (None,) * 10
-    x, Wx, Wr, b, hI, cI, Wproj, seq_len, h, c, gates, m = ctx.saved_tensors
-    grads = torch.ops.cells.lstm_time_loop_backward(x, Wx, Wr, b, hI, cI, Wproj, dLdh, dLdhL,
-                                                    dLdcL, seq_len, ctx.forward, h, c, gates, m,
-                                                    needs[0])
-    return (*_needed(grads, needs), None, None, None)
-
-
-lstm_time_loop.register_autograd(_lstm_backward, setup_context=_lstm_setup_context)
-_register_double_backward(lstm_time_loop_backward, _torch_recompute.lstm, 7, 3, 2)
-
-
-# ---------------------------------------------------------------------------------------------
-# LLTM
-# ---------------------------------------------------------------------------------------------
-
-@torch.library.custom_op("cells::lltm_time_loop", mutates_args=())
-@_on_torch_stream
-def lltm_time_loop(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
-                   seq_len: Optional[Tensor], forward: bool,
-                   keep_workspace: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """cells.lltmTimeLoop: x [sL, bS, nIn], W [3S, S+nIn] (columns h then x), b [3S],
-    hI, cI [bS, S], seq_len [bS] or None. Returns (h [sL, bS, S], hL, cL [bS, S],
-    gates [sL, bS, 3S], c [sL, bS, S]); gates and c (the LltmWorkspace) are empty without
-    keep_workspace."""
-    arrays = (_array("x", x), _array("W", W), _array("b", b), _array("hI", hI),
-              _array("cI", cI))
-    options = dict(seq_len=_lengths(seq_len), forward=forward,
-                   n_threads=_n_threads(x, hI.shape[1]))
-    if not keep_workspace:
-        h, hL, cL = cells.lltmTimeLoop(*arrays, **options)
-        return _tensor(h), _tensor(hL), _tensor(cL), _no_workspace(x), _no_workspace(x)
-    h, hL, cL, ws = cells.lltmTimeLoop(*arrays, return_workspace=True, **options)
-    return _tensor(h), _tensor(hL), _tensor(cL), _tensor(ws.gates), _tensor(ws.c)
-
-
-@lltm_time_loop.register_fake
-def _(x, W, b, hI, cI, seq_len, forward, keep_workspace):
-    sL, bS, S = x.shape[0], x.shape[1], hI.shape[1]
-    outputs = (x.new_empty((sL, bS, S)), hI.new_empty(hI.shape), hI.new_empty(hI.shape))
-    if not keep_workspace:
-        return (*outputs, _no_workspace(x), _no_workspace(x))
-    return (*outputs, x.new_empty((sL, bS, 3 * S)), x.new_empty((sL, bS, S)))
-
-
-@torch.library.custom_op("cells::lltm_time_loop_backward", mutates_args=())
-@_on_torch_stream
-def lltm_time_loop_backward(x: Tensor, W: Tensor, b: Tensor, hI: Tensor, cI: Tensor,
-                            dLdh: Optional[Tensor], dLdhL: Optional[Tensor],
-                            dLdcL: Optional[Tensor], seq_len: Optional[Tensor], forward: bool,
-                            h: Tensor, gates: Tensor, c: Tensor,
-                            input_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """cells.lltmTimeLoopBp on cells::lltm_time_loop's workspace (h, gates, c; gates are
-    copied, as the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdW,
-    dLdb, dLdhI, dLdcI), shaped as x, W, b, hI, cI (dLdx empty without input_grad)."""
-    lengths = _lengths(seq_len)
-    workspace = None
-    if _kept(gates):
-        workspace = cells.LltmWorkspace(_array("h", h), _consumable("gates", gates),
-                                        _array("c", c), lengths, forward)
-    grads = cells.lltmTimeLoopBp(
-        _array("x", x), _array("W", W), _array("b", b), _array("hI", hI), _array("cI", cI),
-        _array("dLdh", dLdh), dLdhL=_array("dLdhL", dLdhL), dLdcL=_array("dLdcL", dLdcL),
-        seq_len=lengths, forward=forward, workspace=workspace, input_grad=input_grad,
-        n_threads=_n_threads(x, hI.shape[1]))
-    return _grad_tensors(grads, x)
-
-
-@lltm_time_loop_backward.register_fake
-def _(x, W, b, hI, cI, dLdh, dLdhL, dLdcL, seq_len, forward, h, gates, c, input_grad):
-    return (_dLdx_like(x, input_grad), *(t.new_empty(t.shape) for t in (W, b, hI, cI)))
-
-
-def _lltm_setup_context(ctx, inputs, output):
-    x, W, b, hI, cI, seq_len, forward, _ = inputs
-    h, _, _, gates, c = output
-    ctx.set_materialize_grads(False)
-    ctx.mark_non_differentiable(gates, c)
-    ctx.save_for_backward(x, W, b, hI, cI, seq_len, h, gates, c)
-    ctx.forward = forward
-
-
-def _lltm_backward(ctx, dLdh, dLdhL, dLdcL, _gates, _c):
-    needs = ctx.needs_input_grad[:5]
-    if not any(needs) or (dLdh is None and dLdhL is None and dLdcL is None):
-        return (None,) * 8
-    x, W, b, hI, cI, seq_len, h, gates, c = ctx.saved_tensors
-    grads = torch.ops.cells.lltm_time_loop_backward(x, W, b, hI, cI, dLdh, dLdhL, dLdcL,
-                                                    seq_len, ctx.forward, h, gates, c, needs[0])
-    return (*_needed(grads, needs), None, None, None)
-
-
-lltm_time_loop.register_autograd(_lltm_backward, setup_context=_lltm_setup_context)
-_register_double_backward(lltm_time_loop_backward, _torch_recompute.lltm, 5, 3, 2)
-
-
-# ---------------------------------------------------------------------------------------------
-# RNN (tanh or relu)
-# ---------------------------------------------------------------------------------------------
-
-@torch.library.custom_op("cells::rnn_time_loop", mutates_args=())
-@_on_torch_stream
-def rnn_time_loop(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor, activation: str,
-                  seq_len: Optional[Tensor], forward: bool,
-                  keep_workspace: bool) -> tuple[Tensor, Tensor]:
-    """cells.rnnTimeLoop: x [sL, bS, nIn], hI [bS, nOut], Wx [nIn, nOut], Wh [nOut, nOut],
-    b [nOut] or [2, nOut], activation "tanh" or "relu", seq_len [bS] or None. Returns
-    (h [sL, bS, nOut], gates [sL, bS, nOut]); gates (the RnnWorkspace) is empty without
-    keep_workspace."""
-    arrays = (_array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh),
-              _array("b", b))
-    options = dict(activation=activation, seq_len=_lengths(seq_len), forward=forward,
-                   n_threads=_n_threads(x, hI.shape[1]))
-    if not keep_workspace:
-        return _tensor(cells.rnnTimeLoop(*arrays, **options)), _no_workspace(x)
-    h, ws = cells.rnnTimeLoop(*arrays, return_workspace=True, **options)
-    return _tensor(h), _tensor(ws.gates)
-
-
-@rnn_time_loop.register_fake
-def _(x, hI, Wx, Wh, b, activation, seq_len, forward, keep_workspace):
-    h = x.new_empty((x.shape[0], x.shape[1], hI.shape[1]))
-    return h, (h.new_empty(h.shape) if keep_workspace else _no_workspace(x))
-
-
-@torch.library.custom_op("cells::rnn_time_loop_backward", mutates_args=())
-@_on_torch_stream
-def rnn_time_loop_backward(x: Tensor, hI: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor,
-                           dLdh: Optional[Tensor], activation: str, seq_len: Optional[Tensor],
-                           forward: bool, h: Tensor, gates: Tensor,
-                           input_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """cells.rnnTimeLoopBp on cells::rnn_time_loop's workspace (h, gates; gates are copied, as
-    the Bp consumes them; empty: the forward is recomputed). Returns (dLdx, dLdhI, dLdWx,
-    dLdWh, dLdb), shaped as x, hI, Wx, Wh, b (dLdx empty without input_grad; dLdWx and dLdWh
-    with the strides of Wx and Wh)."""
-    lengths = _lengths(seq_len)
-    workspace = None
-    if _kept(gates):
-        workspace = cells.RnnWorkspace(_array("h", h), _consumable("gates", gates), activation,
-                                       lengths, forward)
-    grads = cells.rnnTimeLoopBp(
-        _array("x", x), _array("hI", hI), _array("Wx", Wx), _array("Wh", Wh), _array("b", b),
-        _array("dLdh", dLdh), workspace=workspace, activation=activation, seq_len=lengths,
-        forward=forward, input_grad=input_grad, n_threads=_n_threads(x, hI.shape[1]))
-    dLdx, dLdhI, dLdWx, dLdWh, dLdb = _grad_tensors(grads, x)
-    return dLdx, dLdhI, _gradient_like(Wx, dLdWx), _gradient_like(Wh, dLdWh), dLdb
-
-
-@rnn_time_loop_backward.register_fake
-def _(x, hI, Wx, Wh, b, dLdh, activation, seq_len, forward, h, gates, input_grad):
-    return (_dLdx_like(x, input_grad), hI.new_empty(hI.shape), torch.empty_like(Wx),
-            torch.empty_like(Wh), b.new_empty(b.shape))
-
-
-def _rnn_setup_context(ctx, inputs, output):
-    x, hI, Wx, Wh, b, activation, seq_len, forward, _ = inputs
-    h, gates = output
-    ctx.set_materialize_grads(False)
-    ctx.mark_non_differentiable(gates)
-    ctx.save_for_backward(x, hI, Wx, Wh, b, seq_len, h, gates)
-    ctx.options = activation, forward
-
-
-def _rnn_backward(ctx, dLdh, _gates):
-    needs = ctx.needs_input_grad[:5]
-    if not any(needs) or dLdh is None:
-        return (None,) * 9
-    x, hI, Wx, Wh, b, seq_len, h, gates = ctx.saved_tensors
-    activation, forward = ctx.options
-    grads = torch.ops.cells.rnn_time_loop_backward(x, hI, Wx, Wh, b, dLdh, activation, seq_len,
-                                                   forward, h, gates, needs[0])
-    return (*_needed(grads, needs), None, None, None, None)
-
-
-rnn_time_loop.register_autograd(_rnn_backward, setup_context=_rnn_setup_context)
-_register_double_backward(rnn_time_loop_backward, _torch_recompute.rnn, 5, 1, 3)
+_register_operators()
 
 
 # ---------------------------------------------------------------------------------------------
