@@ -39,3 +39,14 @@ def weights_read(monkeypatch):
             return _run(*args, **kwargs)
         monkeypatch.setattr(_time_loop, name, record)
     return passes
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """torch on one thread for a module's tests (restored afterwards): for tiny shapes (bS <= 5,
+    H <= 10), where synchronising threads at every step costs more than the work."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

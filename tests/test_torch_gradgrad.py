@@ -32,13 +32,7 @@ from test_torch_ops import LENGTHS, op_inputs  # noqa: E402
 sL, bS, nIn, H = 3, 2, 2, 2
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny shapes: one thread (see tests/test_torch_module_db.py)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny shapes (conftest.py)
 
 
 def random(*shape):

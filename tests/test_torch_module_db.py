@@ -39,12 +39,7 @@ TOLERANCE = {torch.float64: dict(rtol=1e-10, atol=1e-10),
              torch.float32: dict(rtol=2e-5, atol=2e-5)}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny shapes (conftest.py)
 
 
 def module_inputs(info, dtype, training):
