@@ -49,7 +49,6 @@ from statistics import median
 import numpy as np
 import torch
 
-import cells
 import cells.torch as ct
 import harness
 
@@ -96,20 +95,10 @@ def grid(quick):
 
 
 def bare_net(module):
-    """The prepared net of a one-layer module's weights, prepared as the module prepares its
-    own (torch's weights transposed; the LSTM's biases summed, the GRU's and RNN's stacked)."""
-    if isinstance(module, ct.LLTM):
-        return cells.lltm.prepare(module.weights.detach().numpy(), module.bias.detach().numpy())
-    suffix = "_l0" if isinstance(module, ct._Stack) else ""
-    weight_ih, weight_hh, bias_ih, bias_hh = (
-        getattr(module, name + suffix).detach().numpy()
-        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
-    if isinstance(module, ct._LstmFamily):
-        return cells.lstm.prepare(weight_ih.T, weight_hh.T, bias_ih + bias_hh)
-    b = np.stack([bias_ih, bias_hh])
-    if isinstance(module, ct._GruFamily):
-        return cells.gru.prepare(weight_ih.T, weight_hh.T, b, linear_before_reset=True)
-    return cells.rnn.prepare(weight_ih.T, weight_hh.T, b, activation=module.nonlinearity)
+    """The prepared net of a one-layer module's weights, as the module prepares its own
+    (its _prepare on its first layer's weights, which it runs without autograd)."""
+    with torch.no_grad():
+        return module._prepare(module._layer_weights()[0])
 
 
 def contenders(case):
