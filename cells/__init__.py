@@ -11,6 +11,9 @@
     lltmTimeLoop, lltmTimeLoopBp
     rnnCell, rnnCellBp                  the vanilla RNN (PyTorch nn.RNN, ONNX RNN): tanh or relu
     rnnTimeLoop, rnnTimeLoopBp
+    layerNormLstmTimeLoop, ...Bp        haste's LayerNorm LSTM, LayerNorm GRU and IndRNN, with
+    layerNormGruTimeLoop, ...Bp         zoneout (cells.haste: haste's PyTorch layers, drop-in)
+    indRnnTimeLoop, indRnnTimeLoopBp
 
     cells.gru.prepare, cells.lstm.prepare,  a PreparedNet: weights packed once for serving,
     cells.rnn.prepare, cells.lltm.prepare   called a step or a chunk at a time with the state
@@ -71,6 +74,28 @@ from cells.lstm import (
     lstmLayerCellBp,
     lstmLayerTimeLoop,
     lstmLayerTimeLoopBp,
+)
+from cells.indrnn import (
+    IndRnnGrads,
+    IndRnnTimeLoopWithWorkspace,
+    IndRnnWorkspace,
+    indRnnTimeLoop,
+    indRnnTimeLoopBp,
+)
+from cells.layer_norm_gru import (
+    LayerNormGruGrads,
+    LayerNormGruTimeLoopWithWorkspace,
+    LayerNormGruWorkspace,
+    layerNormGruTimeLoop,
+    layerNormGruTimeLoopBp,
+)
+from cells.layer_norm_lstm import (
+    LayerNormLstmGrads,
+    LayerNormLstmResult,
+    LayerNormLstmResultWithWorkspace,
+    LayerNormLstmWorkspace,
+    layerNormLstmTimeLoop,
+    layerNormLstmTimeLoopBp,
 )
 from cells.lstm_layer import LstmLayerGrads, lstmLayer, lstmLayer_bp
 from cells.rnn import (
@@ -134,4 +159,20 @@ __all__ = [
     "lltm_forward",
     "lltmTimeLoop",
     "lltmTimeLoopBp",
+    "LayerNormLstmGrads",
+    "LayerNormLstmResult",
+    "LayerNormLstmResultWithWorkspace",
+    "LayerNormLstmWorkspace",
+    "layerNormLstmTimeLoop",
+    "layerNormLstmTimeLoopBp",
+    "LayerNormGruGrads",
+    "LayerNormGruTimeLoopWithWorkspace",
+    "LayerNormGruWorkspace",
+    "layerNormGruTimeLoop",
+    "layerNormGruTimeLoopBp",
+    "IndRnnGrads",
+    "IndRnnTimeLoopWithWorkspace",
+    "IndRnnWorkspace",
+    "indRnnTimeLoop",
+    "indRnnTimeLoopBp",
 ]

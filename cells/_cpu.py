@@ -84,7 +84,7 @@ def _weight_gradient(shape, dtype, transposed):
 
 def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
              W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
-             lstm_acts=_time_loop.LSTM_ACTIVATIONS, z=None):
+             lstm_acts=_time_loop.LSTM_ACTIVATIONS, z=None, zoneout=None, c_steps=False):
     """Run the forward time loop of `family` (a key of _time_loop.FAMILIES) with its weights
     (Wx and Wh, or W in PyTorch's layout), b, P, Wproj, clip and activation as
     _time_loop.forward takes them. The state h has nState columns: nOut, or nProj with Wproj
@@ -92,7 +92,9 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     cell state), gates, c, aux, m): with keep, every step's gates [sL, bS, G], c [sL, bS, nOut]
     (families with a cell state), aux [sL, bS, nOut] (families that keep it) and m
     [sL, bS, nOut] (the unprojected output, with Wproj), else None. `z` [bS, G], when given,
-    keeps the last step's recurrent products (the LLTM: its pre-activations)."""
+    keeps the last step's recurrent products (the LLTM: its pre-activations). zoneout: None, or
+    zoneout's share of the new state as _time_loop.forward takes it ([1] or [sL, bS, nOut]);
+    c_steps: return every step's c without keep too."""
     sL, bS, nIn, nOut = dims
     fam = _time_loop.family(family)
     n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
@@ -100,8 +102,8 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     nState = nOut if Wproj is None else Wproj.shape[1]
     transposed, Wx, Wh = _weights_as_read(Wx, Wh)
     gates = np.empty((steps, bS, G), dtype)
-    c = np.empty((sL, bS, nOut), dtype) if keep and cell_state else None
-    aux = np.empty(((steps if aux_kept else 1), bS, nOut), dtype) if has_aux else None
+    c = np.empty((sL, bS, nOut), dtype) if (keep or c_steps) and cell_state else None
+    aux = np.empty(((steps if aux_kept else 1), bS, has_aux * nOut), dtype) if has_aux else None
     m = np.empty((sL, bS, nOut), dtype) if keep and Wproj is not None else None
     h = np.empty((sL, bS, nState), dtype)
     hL = np.empty((bS, nState), dtype)
@@ -111,7 +113,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
         n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
         Wx=Wx, Wh=Wh, W=_c_order(W), weights_transposed=transposed, b=_c_order(b),
         P=_c_order(P), Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
-        lstm_acts=lstm_acts,
+        lstm_acts=lstm_acts, zoneout=_c_order(zoneout),
         # Training: every step's gates overwrite their own input projection; inference
         # projects a chunk of steps at a time into one chunk's gx.
         gx=gates if keep else np.empty((_time_loop.projection_chunk_steps(
@@ -122,19 +124,21 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
         ms=np.empty((bS, nOut), dtype) if Wproj is not None else None,
         gates=gates, c=c, aux=aux, m=m, h=h, hL=hL, cL=cL)
     if not keep:
-        return h, hL, cL, None, None, None, None
+        return h, hL, cL, None, c, None, None
     return h, hL, cL, gates, c, (aux if aux_kept else None), m
 
 
 def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
               dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
               Wproj=None, clip=np.inf, activation=0, lstm_acts=_time_loop.LSTM_ACTIVATIONS,
-              input_grad=True):
+              input_grad=True, bias=True, dLdc=None, zoneout=None):
     """Run the backward time loop of `family` on `saved` = (h, gates, c, aux, m) of its forward
     with keep (c, aux, m None where the family has none, does not keep it or has no Wproj).
     Returns (dLdx [sL, bS, nIn] (None without input_grad: not computed), dLdhI [bS, nState],
     dLdcI [bS, nOut] or None, dLdWx, dLdWh (with W: dLdW, None), dLdb [G], dLdP like P or
-    None, dLdWproj like Wproj or None); gates and a kept aux are consumed."""
+    None, dLdWproj like Wproj or None); gates and a kept aux are consumed. dLdWh is None for a
+    family with no recurrent product, dLdb without `bias` (a family whose bias is in P). dLdc
+    [sL, bS, nOut]: the gradient arriving at every step's c; zoneout as _forward took it."""
     sL, bS, nIn, nOut = dims
     fam = _time_loop.family(family)
     n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
@@ -145,15 +149,16 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     transposed, Wx, Wh = _weights_as_read(Wx, Wh)
     gates = _c_order(gates)   # a copy only for a cell's gates put together by its face
     if has_aux and not aux_kept:
-        aux = np.empty((sL, bS, nOut), dtype)
+        aux = np.empty((sL, bS, has_aux * nOut), dtype)
     dLdx = np.empty((sL, bS, nIn), dtype) if input_grad else None
     dLdhI = np.empty((bS, nState), dtype)
     dLdcI = np.empty((bS, nOut), dtype) if cell_state else None
-    dLdb = np.empty(G, dtype)
+    dLdb = np.empty(G, dtype) if bias else None
     dLdP = None if P is None else np.empty(P.shape, dtype)
     dLdW = None if W is None else np.empty((G, nOut + nIn), dtype)
     dLdWx = None if W is not None else _weight_gradient((nIn, G), dtype, transposed)
-    dLdWh = None if W is not None else _weight_gradient((nState, G), dtype, transposed)
+    dLdWh = (None if W is not None or not fam.recurrent_product
+             else _weight_gradient((nState, G), dtype, transposed))
     dLdWproj = np.empty((nOut, nState), dtype) if projected else None
     calls_blas = _time_loop.backward_calls_blas(nIn, nState, G, dtype.itemsize)
     with sequential_blas() if calls_blas else contextlib.nullcontext():
@@ -164,7 +169,8 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             clip=clip, activation=activation, lstm_acts=lstm_acts, h=_c_order(h),
             c=_c_order(c), gates=gates, aux=aux, m=_c_order(m), dLdh=_c_order(dLdh),
             dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
-            d=np.empty((2, bS, G), dtype),
+            dLdc=_c_order(dLdc), zoneout=_c_order(zoneout), d=np.empty((2, bS, G), dtype),
+            dzone=np.empty((bS, nOut), dtype) if zoneout is not None else None,
             daux=np.empty((bS, nOut), dtype) if fam.phases == 2 else None,
             ms=np.empty((bS, nOut), dtype) if projected else None,
             dh_step=np.empty((bS, nState), dtype) if projected else None,

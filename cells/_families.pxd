@@ -29,13 +29,14 @@ cdef extern from "cells/families.h" nogil:
         CELLS_PARAM_GRAD_NONE
         CELLS_PARAM_GRAD_AUX
         CELLS_PARAM_GRAD_PEEPHOLES
+        CELLS_PARAM_GRAD_STEPS
 
     ctypedef struct cells_family_info:
         Py_ssize_t gates
         bint cell_state
         Py_ssize_t h_blocks
         int phases
-        bint aux
+        Py_ssize_t aux
         bint aux_kept
         Py_ssize_t aux_grad_block
         Py_ssize_t param_blocks

@@ -86,7 +86,8 @@ class Family(NamedTuple):
     workspace: the arrays of the time loop's workspace (return_workspace=True);
     consumed: those of them the backward overwrites with gradients (a workspace serves one
       backward);
-    torch: its cells.torch operator (TorchOperator), or None.
+    torch: its cells.torch operator (TorchOperator), or None (haste's families: cells.haste
+      has operators of its own).
     """
     name: str
     variants: dict
@@ -198,4 +199,48 @@ RNN = Family(
                         workspace_fields=lambda call: {"activation": call["activation"]},
                         optional_workspace={}))
 
-FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM, RNN)}
+LAYER_NORM_LSTM = Family(
+    name="layer_norm_lstm",
+    variants={"-": ("layer_norm_lstm", {})},
+    time_loop="layerNormLstmTimeLoop", time_loop_bp="layerNormLstmTimeLoopBp",
+    arguments=(Argument("x", "input", _x),
+               Argument("Wx", "weight", lambda d: (d.nIn, 4 * d.nOut)),
+               Argument("Wh", "weight", lambda d: (d.nOut, 4 * d.nOut)),
+               Argument("b", "weight", lambda d: (4 * d.nOut,)),
+               Argument("gamma", "weight", lambda d: (2, 4 * d.nOut)),
+               Argument("gamma_h", "weight", lambda d: (d.nOut,)),
+               Argument("beta_h", "weight", lambda d: (d.nOut,)),
+               Argument("hI", "state", _state), Argument("cI", "state", _state)),
+    outputs=("h", "hL", "cL"), final_states=(("hL", "dLdhL"), ("cL", "dLdcL")),
+    grads=("dLdx", "dLdWx", "dLdWh", "dLdb", "dLdgamma", "dLdgamma_h", "dLdbeta_h", "dLdhI",
+           "dLdcI"),
+    workspace=("h", "c", "gates", "aux"), consumed=("gates", "aux"), torch=None)
+
+LAYER_NORM_GRU = Family(
+    name="layer_norm_gru",
+    variants={"-": ("layer_norm_gru", {})},
+    time_loop="layerNormGruTimeLoop", time_loop_bp="layerNormGruTimeLoopBp",
+    arguments=(Argument("x", "input", _x),
+               Argument("Wx", "weight", lambda d: (d.nIn, 3 * d.nOut)),
+               Argument("Wh", "weight", lambda d: (d.nOut, 3 * d.nOut)),
+               Argument("b", "weight", lambda d: (3 * d.nOut,)),
+               Argument("bh", "weight", lambda d: (3 * d.nOut,)),
+               Argument("gamma", "weight", lambda d: (2, 3 * d.nOut)),
+               Argument("hI", "state", _state)),
+    outputs=("h",), final_states=((LAST_STEP, "dLdhLast"),),
+    grads=("dLdx", "dLdWx", "dLdWh", "dLdb", "dLdbh", "dLdgamma", "dLdhI"),
+    workspace=("h", "gates", "aux"), consumed=("gates", "aux"), torch=None)
+
+INDRNN = Family(
+    name="indrnn",
+    variants={"-": ("indrnn", {})},
+    time_loop="indRnnTimeLoop", time_loop_bp="indRnnTimeLoopBp",
+    arguments=(Argument("x", "input", _x), Argument("hI", "state", _state),
+               Argument("Wx", "weight", lambda d: (d.nIn, d.nOut)),
+               Argument("u", "weight", lambda d: (d.nOut,)),
+               Argument("b", "weight", lambda d: (d.nOut,))),
+    outputs=("h",), final_states=((LAST_STEP, "dLdhLast"),),
+    grads=("dLdx", "dLdhI", "dLdWx", "dLdu", "dLdb"),
+    workspace=("h", "gates"), consumed=("gates",), torch=None)
+
+FAMILIES = {f.name: f for f in (GRU, LSTM, LLTM, RNN, LAYER_NORM_LSTM, LAYER_NORM_GRU, INDRNN)}

@@ -28,17 +28,19 @@ class FamilyCalls:
     # -----------------------------------------------------------------------------------------
 
     def gru_forward(self, dims, x, hI, Wx, Wh, b, lbr, keep, n_threads, seq_len=None,
-                    fwd=True):
+                    fwd=True, zoneout=None):
         """Run the GRU forward (linear_before_reset `lbr`); return (h [sL, bS, nOut], gates
         [sL, bS, 3nOut], hc [sL, bS, nOut]): with keep, gates and hc are every step's (hc None
-        without lbr); without, both are None. h is 0 at padded steps."""
+        without lbr); without, both are None. h is 0 at padded steps. zoneout: None, or
+        zoneout's share of the new state, [1] or [sL, bS, nOut] (the time loop's zone)."""
         bx, bhc = split_gru_bias(self._xp(x), b, dims[3], lbr)
         h, _, _, gates, _, hc, _ = self._forward(gru_family(lbr), dims, x, hI, keep, n_threads,
-                                                 seq_len, fwd, Wx=Wx, Wh=Wh, b=bx, P=bhc)
+                                                 seq_len, fwd, Wx=Wx, Wh=Wh, b=bx, P=bhc,
+                                                 **_zoned(zoneout))
         return h, gates, hc
 
     def gru_backward(self, dims, x, hI, Wx, Wh, b, lbr, saved, dLdh, dLdhLast, dLdgates,
-                     n_threads, seq_len=None, fwd=True, input_grad=True):
+                     n_threads, seq_len=None, fwd=True, input_grad=True, zoneout=None):
         """Run the GRU backward on `saved` = (h, gates, hc) from gru_forward with keep (None:
         run it first); dLdh [sL, bS, nOut], dLdhLast [bS, nOut] and dLdgates [sL, bS, 3nOut]
         (the gradients arriving at the activated gates) may each be None. Return (dLdx
@@ -46,13 +48,14 @@ class FamilyCalls:
         layout); gates and hc are consumed."""
         xp = self._xp(x)
         if saved is None:
-            saved = self.gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd)
+            saved = self.gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, n_threads, seq_len, fwd,
+                                     zoneout)
         h, gates, hc = saved
         _, bhc = split_gru_bias(xp, b, dims[3], lbr)
         dLdx, dLdhI, _, dLdWx, dLdWh, dLdbx, dLdbhc, _ = self._backward(
             gru_family(lbr), dims, x, hI, (h, gates, None, hc, None), n_threads, seq_len, fwd,
             dLdh=dLdh, dLdhL=dLdhLast, dLdgates=dLdgates, Wx=Wx, Wh=Wh, P=bhc,
-            input_grad=input_grad)
+            input_grad=input_grad, **_zoned(zoneout))
         return dLdx, dLdhI, dLdWx, dLdWh, gru_bias_grad(xp, b, dLdbx, dLdbhc, lbr)
 
     # -----------------------------------------------------------------------------------------
@@ -60,42 +63,47 @@ class FamilyCalls:
     # -----------------------------------------------------------------------------------------
 
     def lstm_forward(self, dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep,
-                     n_threads, acts=LSTM_ACTIVATIONS):
+                     n_threads, acts=LSTM_ACTIVATIONS, zoneout=None, c_steps=False):
         """Run the LSTM forward (b, hI, cI, Wp, Wproj may be None; clip is cell_clip, 0: none;
         acts the (code, alpha, beta) of the gate, cell and output activations); nState = nOut,
         or nProj with Wproj [nOut, nProj]. Return (h [sL, bS, nState], hL [bS, nState], cL
         [bS, nOut], c [sL, bS, nOut], gates [sL, bS, 4nOut], m [sL, bS, nOut]): with keep, c,
-        gates and (with Wproj) m are every step's; without, all three are None."""
+        gates and (with Wproj) m are every step's; without, all three are None (c is every
+        step's with c_steps). zoneout as gru_forward's."""
         xp = self._xp(x)
         _, bS, _, nOut = dims
         nState = nOut if Wproj is None else Wproj.shape[1]
         h, hL, cL, gates, c, _, m = self._forward(
             "lstm", dims, x, initial_state(xp, hI, bS, nState, x.dtype), keep, n_threads,
             lengths, fwd, cI=initial_state(xp, cI, bS, nOut, x.dtype), Wx=Wx, Wh=Wr, b=b, P=Wp,
-            Wproj=Wproj, clip=kernel_clip(clip), lstm_acts=acts)
+            Wproj=Wproj, clip=kernel_clip(clip), lstm_acts=acts, c_steps=c_steps,
+            **_zoned(zoneout))
         return h, hL, cL, c, gates, m
 
     def lstm_backward(self, dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, saved,
-                      dLdh, dLdhL, dLdcL, n_threads, acts=LSTM_ACTIVATIONS, input_grad=True):
+                      dLdh, dLdhL, dLdcL, n_threads, acts=LSTM_ACTIVATIONS, input_grad=True,
+                      zoneout=None, dLdc=None):
         """Run the LSTM backward on `saved` = (h, c, gates, m) from lstm_forward with keep and
         the same acts (None: run it first); dLdh [sL, bS, nState], dLdhL [bS, nState] and
         dLdcL [bS, nOut] may each be None. Return (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut],
         dLdWr [nState, 4nOut], dLdb [4nOut] (None when b is None), dLdhI [bS, nState], dLdcI
         [bS, nOut], dLdWp [3nOut] (None when Wp is None), dLdWproj [nOut, nProj] (None when
-        Wproj is None)); gates are consumed."""
+        Wproj is None)); gates are consumed. dLdc [sL, bS, nOut] or None: the gradient arriving
+        at every step's c; zoneout as lstm_forward's."""
         xp = self._xp(x)
         _, bS, _, nOut = dims
         nState = nOut if Wproj is None else Wproj.shape[1]
         if saved is None:
             h, _, _, c, gates, m = self.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
-                                                     lengths, fwd, True, n_threads, acts)
+                                                     lengths, fwd, True, n_threads, acts,
+                                                     zoneout)
         else:
             h, c, gates, m = saved
         dLdx, dLdhI, dLdcI, dLdWx, dLdWr, dLdb, dLdWp, dLdWproj = self._backward(
             "lstm", dims, x, initial_state(xp, hI, bS, nState, x.dtype), (h, gates, c, None, m),
             n_threads, lengths, fwd, cI=initial_state(xp, cI, bS, nOut, x.dtype), dLdh=dLdh,
             dLdhL=dLdhL, dLdcL=dLdcL, Wx=Wx, Wh=Wr, P=Wp, Wproj=Wproj, clip=kernel_clip(clip),
-            lstm_acts=acts, input_grad=input_grad)
+            lstm_acts=acts, input_grad=input_grad, dLdc=dLdc, **_zoned(zoneout))
         return dLdx, dLdWx, dLdWr, None if b is None else dLdb, dLdhI, dLdcI, dLdWp, dLdWproj
 
     # -----------------------------------------------------------------------------------------
@@ -161,3 +169,45 @@ class FamilyCalls:
             input_grad=input_grad)
         return dLdx, dLdhI, dLdWx, dLdWh, rnn_bias_grad(self._xp(x), b, dLdb)
 
+
+    # -----------------------------------------------------------------------------------------
+    # haste's LayerNorm LSTM, LayerNorm GRU and IndRNN: their biases and gains are the loop's P
+    # (include/cells/layer_norm_impl.h and indrnn_impl.h say which blocks)
+    # -----------------------------------------------------------------------------------------
+
+    def haste_forward(self, family, dims, x, Wx, Wh, b, P, hI, cI, keep, n_threads,
+                      seq_len=None, fwd=True, zoneout=None, c_steps=False):
+        """Run the forward of `family` ("layer_norm_lstm", "layer_norm_gru", "indrnn"; Wh None
+        for the IndRNN, b None but for the IndRNN, cI None but for the LSTM); return (h
+        [sL, bS, nOut], hL, cL [bS, nOut], c [sL, bS, nOut], gates [sL, bS, G], aux): with
+        keep, c (the LSTM's), gates and aux (the LayerNorm cells') are every step's; without,
+        they are None (c is every step's with c_steps). zoneout as gru_forward's."""
+        h, hL, cL, gates, c, aux, _ = self._forward(family, dims, x, hI, keep, n_threads,
+                                                    seq_len, fwd, cI=cI, Wx=Wx, Wh=Wh, b=b,
+                                                    P=P, c_steps=c_steps, **_zoned(zoneout))
+        return h, hL, cL, c, gates, aux
+
+    def haste_backward(self, family, dims, x, Wx, Wh, b, P, hI, cI, saved, dLdh, dLdc, dLdhL,
+                       dLdcL, n_threads, seq_len=None, fwd=True, zoneout=None,
+                       input_grad=True):
+        """Run the backward of `family` on `saved` = (h, c, gates, aux) from haste_forward with
+        keep (None: run it first); dLdh and dLdc [sL, bS, nOut] (every step's h and c), dLdhL
+        and dLdcL [bS, nOut] may each be None. Return (dLdx, dLdWx, dLdWh (None for the
+        IndRNN), dLdb (the IndRNN's; else None), dLdP, dLdhI, dLdcI (the LSTM's)); gates and
+        aux are consumed."""
+        if saved is None:
+            h, _, _, c, gates, aux = self.haste_forward(family, dims, x, Wx, Wh, b, P, hI, cI,
+                                                        True, n_threads, seq_len, fwd, zoneout)
+        else:
+            h, c, gates, aux = saved
+        dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP, _ = self._backward(
+            family, dims, x, hI, (h, gates, c, aux, None), n_threads, seq_len, fwd, cI=cI,
+            dLdh=dLdh, dLdc=dLdc, dLdhL=dLdhL, dLdcL=dLdcL, Wx=Wx, Wh=Wh, P=P,
+            input_grad=input_grad, bias=b is not None, **_zoned(zoneout))
+        return dLdx, dLdWx, dLdWh, dLdb, dLdP, dLdhI, dLdcI
+
+
+def _zoned(zoneout):
+    """The loop's zoneout keyword, left out where zoneout is None: every backend runs a call
+    without it."""
+    return {} if zoneout is None else {"zoneout": zoneout}

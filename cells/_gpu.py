@@ -71,15 +71,30 @@ def _weights(xp, fam, nOut, Wx, Wh, W):
     return Wx, xp.ascontiguousarray(Wh[:, :NH]), Wh_x
 
 
+def _refuse(family, **options):
+    """NotImplementedError for what the GPU's kernels do not run yet: a family whose dL/dP
+    only the CPU's steps sum (param_grad "steps": haste's LayerNorm cells and IndRNN, whose
+    kernels.cuh rows would need a reduction across a row's units or no recurrent product), and
+    the options given of zoneout, every step's c and dL/dc."""
+    if FAMILIES[family].param_grad == "steps":
+        raise NotImplementedError(f"the GPU backend does not run the {family} family yet; run "
+                                  f"it on NumPy arrays")
+    given = [name for name, value in options.items() if value is not None and value is not False]
+    if given:
+        raise NotImplementedError(f"the GPU backend does not run {', '.join(given)} yet; run "
+                                  f"the call on NumPy arrays")
+
+
 def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
              W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
-             lstm_acts=LSTM_ACTIVATIONS, z=None):
+             lstm_acts=LSTM_ACTIVATIONS, z=None, zoneout=None, c_steps=False):
     """The forward time loop of `family` on the GPU (cells._cpu._forward's arguments and
     results: (h, hL, cL, gates, c, aux, m), the last four every step's with keep, else None).
     z [bS, G], when given, receives the pre-activations of the last step (all rows active).
 
     With Wproj [nOut, nProj] the kernels write the step's output m = o∘tanh(c) (into ms, and
     at its time index into m), which this loop projects: the state is m·Wproj, nProj wide."""
+    _refuse(family, zoneout=zoneout, c_steps=c_steps)
     xp, launcher = _runtime(x)
     fam = FAMILIES[family]
     sL, bS, nIn, nOut = dims
@@ -205,7 +220,7 @@ def _prev_state_sum(xp, sL, bS, seq_len, fwd, init, states, D):
 def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
               dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
               Wproj=None, clip=np.inf, activation=0, lstm_acts=LSTM_ACTIVATIONS,
-              input_grad=True):
+              input_grad=True, bias=True, dLdc=None, zoneout=None):
     """The backward time loop of `family` on the GPU, on `saved` = (h, gates, c, aux, m) of its
     forward with keep (cells._cpu._backward's arguments and results: (dLdx, dLdhI, dLdcI, dLdWx,
     dLdWh (with W: dLdW, None), dLdb, dLdP, dLdWproj)). Unlike the CPU's, it leaves `saved`
@@ -215,6 +230,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
 
     With Wproj, each step starts the kernels from dL/dm = dL/dh·Wprojᵀ (dL/dh: the carried
     gradient of the state plus dLdh at the step), and dL/dWproj = Σ mᵀ·dL/dh after the loop."""
+    _refuse(family, zoneout=zoneout, dLdc=dLdc, bias_in_P=not bias)
     xp, launcher = _runtime(x)
     fam = FAMILIES[family]
     sL, bS, nIn, nOut = dims

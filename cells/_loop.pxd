@@ -66,13 +66,19 @@ cdef struct Loop:
     const void *hI              # [bS, nState]       the initial state
     const void *cI              # [bS, nOut]         the initial cell state (families with c)
     void *h                     # [sL, bS, nState]   forward: out, every step's output
-    void *c                     # [sL, bS, nOut]     forward: out when keep (families with c)
+    void *c                     # [sL, bS, nOut]     forward: out when keep (families with c;
+                                #                    may be given without keep)
     void *gates                 # [sL, bS, G]        the activated gates of every step (forward
                                 #                    out when keep, else [bS, G] scratch); the
                                 #                    backward overwrites them with dL/dz
-    void *aux                   # [sL, bS, nOut]     a family's own value per row and step
-                                #                    (GRU: hPrev·Wh_c + bh_c or r∘hPrev); in the
-                                #                    forward [bS, nOut] scratch unless kept
+    void *aux                   # [sL, bS, A]        a family's own value per row and step, A =
+                                #                    aux·nOut (GRU: hPrev·Wh_c + bh_c or
+                                #                    r∘hPrev; LayerNorm cells: the raw products);
+                                #                    in the forward [bS, A] scratch unless kept
+    const void *zone            # [sL, bS, nOut], [1] or NULL: zoneout's share of the new
+    bint zone_per_step          # state, h = hPrev + zone∘(hNew - hPrev): each element's
+                                # (zone_per_step: haste's training mask) or one value for all
+                                # (its eval: 1 - p); NULL: no zoneout
 
     # Forward
     void *gx                    # [gx_steps, bS, G]  scratch: x·op(Wx) + b, projected chunk_steps
@@ -99,8 +105,11 @@ cdef struct Loop:
     const void *dLdhL           # [bS, nState]       or NULL: ... at the final states
     const void *dLdcL           # [bS, nOut]         or NULL: ... at the final cell states
     const void *dLdgates        # [sL, bS, G]        or NULL: ... at the gates (GRU block cell)
+    const void *dLdc            # [sL, bS, nOut]     or NULL: ... at every step's c
     void *d                     # [2, bS, G]         scratch: the step's recurrent-side dL/dz
     void *daux                  # [bS, nOut]         scratch: dL/daux of the step
+    void *dzone                 # [bS, nOut]         scratch with zone: the part of the step's
+                                #                    dL/dh that zoneout passes to hPrev
     void *dLdx                  # [sL, bS, nIn]      out or NULL (not wanted)
     void *dLdhI                 # [bS, nState]       out; the carried dL/dh during the loop
     void *dLdcI                 # [bS, nOut]         out; the carried dL/dc during the loop

@@ -106,3 +106,26 @@ cdef inline void prev_state_product(
     weight_grad(transposed, nState, n, bS, hI, nState, first, n, OVERWRITE, W, ldw)
     weight_grad(transposed, nState, n, (sL - 1) * bS, h + bS * nState, nState, D, ldd,
                 ACCUMULATE, W, ldw)
+
+
+cdef inline void zoneout_units(Py_ssize_t n, const real *zone, bint per_unit,
+                               const real *hPrev, real *h) noexcept nogil:
+    """Zoneout: h = hPrev + zone∘(h - hPrev), zone [n] (or one value for all n where not
+    per_unit)."""
+    cdef Py_ssize_t j
+    for j in range(n):
+        h[j] = hPrev[j] + zone[j if per_unit else 0] * (h[j] - hPrev[j])
+
+
+cdef inline void zoneout_grad_units(Py_ssize_t n, const real *zone, bint per_unit,
+                                    const real *dLdh, real *dh, real *direct) noexcept nogil:
+    """Zoneout's backward: given dh = dL/dh (plus dLdh, or NULL), dh becomes zone∘dL/dh, the
+    gradient at the step's new state, and direct (1 - zone)∘dL/dh, the part that goes to hPrev
+    unchanged."""
+    cdef Py_ssize_t j
+    cdef real total, z
+    for j in range(n):
+        total = dh[j] + (dLdh[j] if dLdh != NULL else 0)
+        z = zone[j if per_unit else 0]
+        dh[j] = z * total
+        direct[j] = total - z * total

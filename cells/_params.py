@@ -14,7 +14,7 @@ def torch_layout(Wx, Wh):
     transposed: F-ordered (each the transpose of a C-ordered array, as weight_ih.T) and not both
     C-ordered as well. The CPU's time loop reads such weights where they are, and every backend
     returns their gradients F-ordered, like them."""
-    return (Wx is not None and Wx.flags.f_contiguous and Wh.flags.f_contiguous
+    return (Wx is not None and Wh is not None and Wx.flags.f_contiguous and Wh.flags.f_contiguous
             and not (Wx.flags.c_contiguous and Wh.flags.c_contiguous))
 
 

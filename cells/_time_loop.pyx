@@ -35,8 +35,13 @@ dL/dWx = Σ xᵀ·dz and dL/dWh = Σ hPrevᵀ·d are products over all steps. Ea
 overwrites its gates once the step has read them: a training step takes no memory beyond
 the forward's workspace.
 
-A reduction across a row's units inside a step (LayerNorm cells) would need each thread to own
-whole rows rather than a block of units: the row split at every size.
+A family whose step reduces across a row's units (LayerNorm cells: the table's row_reduction)
+runs the row split at every size (whole_rows): each thread owns whole rows, and no reduction
+crosses threads. A family with no recurrent product (IndRNN: recurrent_product 0) has no
+op(Wh): neither pass multiplies by it, and there is no dL/dWh.
+
+Zoneout (L.zone): after each step, h = hPrev + zone∘(hNew - hPrev), for any family whose output
+is not projected; the backward splits each step's dL/dh between the step and hPrev to match.
 
 Prepared nets (cells.PreparedNet, PreparedWeights below): prepare() packs a family's weights
 whole, once (L.prepared); each inference call runs forward_loop on them, each thread taking
@@ -53,13 +58,13 @@ from libc.string cimport memcpy
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, real
 from cells._families cimport (
     CELLS_ACTIVATIONS, CELLS_FAMILIES, CELLS_PARAM_GRAD_AUX, CELLS_PARAM_GRAD_NONE,
-    CELLS_PARAM_GRAD_PEEPHOLES, backward_step, cells_families, cells_family_info,
+    CELLS_PARAM_GRAD_PEEPHOLES, CELLS_PARAM_GRAD_STEPS, backward_step, cells_families, cells_family_info,
     cells_family_names, cells_family_sources, forward_step,
 )
 from cells._loop cimport Loop, Prepared
 from cells._loops cimport (
     add_units, copy_units, prev_state_product, row_len, step_time, sum_rows, weight_grad,
-    zero_units,
+    zero_units, zoneout_grad_units, zoneout_units,
 )
 from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_barrier, cells_claim, cells_claim_finished, cells_claims,
@@ -349,6 +354,7 @@ cdef void forward_phase(const Loop *L, const Task *w, Py_ssize_t t, int phase,
     cdef real *gh = <real *>L.gh
     cdef real *gates = <real *>L.gates
     cdef real *aux = <real *>L.aux
+    cdef Py_ssize_t A = fam.aux * nOut
     cdef const real *hcur = state_entering(<const real *>L.hI, <real *>L.hs, t, bS * nState)
     cdef const real *ccur = state_entering(<const real *>L.cI, <real *>L.cs, t, bS * nOut)
     cdef real *cnxt = state_leaving(<real *>L.cs, t, bS * nOut)
@@ -356,24 +362,25 @@ cdef void forward_phase(const Loop *L, const Task *w, Py_ssize_t t, int phase,
     cdef real *out = <real *>L.ms if projected else state_leaving(<real *>L.hs, t, bS * nState)
     # Elements between time indices of gates and aux: 0 where one step's scratch is reused.
     cdef Py_ssize_t gates_step = bS * G if L.keep else 0
-    cdef Py_ssize_t aux_step = bS * nOut if L.keep and fam.aux_kept else 0
+    cdef Py_ssize_t aux_step = bS * A if L.keep and fam.aux_kept else 0
     # t0, t1: the loop steps of t's input-projection chunk, tau0 its first time index;
     # first: the time index at gx's start.
     cdef Py_ssize_t t0 = t - t % L.chunk_steps, t1 = min(sL, t0 + L.chunk_steps)
     cdef Py_ssize_t tau0 = t0 if L.forward else sL - t1
     cdef Py_ssize_t first = 0 if L.gx_steps == sL else tau0
-    # A [rows, lda]: what the phase multiplies by its gate blocks [k0, k1) of op(Wh).
+    # M [rows, lda]: what the phase multiplies by its gate blocks [k0, k1) of op(Wh).
     cdef Py_ssize_t k0, k1, lda
-    cdef const real *A
+    cdef const real *M
     cdef RowStep r
     if phase == PHASE_0:
         if t == t0:  # gx = x·op(Wx) + b for the chunk's steps, the share's columns
             project_chunk(L, w.wx, <const real *>L.x, <const real *>L.b, tau0, t1 - t0, r0, r1,
                           j0, gx + (tau0 - first) * bS * G)
-        k0, k1, A, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
+        k0, k1, M, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
     else:
-        k0, k1, A, lda = fam.h_blocks, fam.gates, aux + r0 * nOut, nOut
-    multiply(r1 - r0, A, lda, w.wh, k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
+        k0, k1, M, lda = fam.h_blocks, fam.gates, aux + r0 * A, A
+    if fam.recurrent_product:
+        multiply(r1 - r0, M, lda, w.wh, k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
     for row in range(r0, r1):
         r = row_step(L, t, row)
         if r.runs:
@@ -382,7 +389,8 @@ cdef void forward_phase(const Loop *L, const Task *w, Py_ssize_t t, int phase,
                          gx + ((r.tau - first) * bS + row) * G + j0, gh + row * G + j0,
                          NULL if projected else hcur + at, offset(ccur, at), offset(P, j0),
                          gates + r.tau * gates_step + row * G + j0,
-                         offset(aux, r.tau * aux_step + at), out + at, offset(cnxt, at))
+                         offset(aux, r.tau * aux_step + row * A + j0), out + at,
+                         offset(cnxt, at))
 
 
 cdef void end_step(const Loop *L, const Task *w, Py_ssize_t t, real zero) noexcept nogil:
@@ -406,8 +414,11 @@ cdef void end_step(const Loop *L, const Task *w, Py_ssize_t t, real zero) noexce
         # state column in the [bS, nState] arrays.
         at, hat = row * nOut + j0, row * nState + s0
         if r.runs:
+            if L.zone != NULL:  # no projection: nState = nOut, and s0, ns are j0, n
+                zoneout_units(ns, zone_at(L, r.slot, s0, zero), L.zone_per_step, hcur + hat,
+                              hnxt + hat)
             copy_units(ns, hnxt + hat, h + r.slot * nState + s0)
-            if L.keep and fam.cell_state:
+            if c != NULL:
                 copy_units(n, cnxt + at, c + r.slot * nOut + j0)
             if L.keep and projected:
                 copy_units(n, <real *>L.ms + at, m + r.slot * nOut + j0)
@@ -417,15 +428,22 @@ cdef void end_step(const Loop *L, const Task *w, Py_ssize_t t, real zero) noexce
         zero_units(ns, h + r.slot * nState + s0)
         if fam.cell_state:
             copy_units(n, ccur + at, cnxt + at)
+        if c != NULL:
+            zero_units(n, c + r.slot * nOut + j0)
         if L.keep:
             for k in range(fam.gates):
                 zero_units(n, <real *>L.gates + r.slot * G + k * nOut + j0)
-            if fam.cell_state:
-                zero_units(n, c + r.slot * nOut + j0)
-            if fam.aux_kept:
-                zero_units(n, <real *>L.aux + r.slot * nOut + j0)
+            for k in range(fam.aux if fam.aux_kept else 0):
+                zero_units(n, <real *>L.aux + r.slot * fam.aux * nOut + k * nOut + j0)
             if projected:
                 zero_units(n, m + r.slot * nOut + j0)
+
+
+cdef inline const real *zone_at(const Loop *L, Py_ssize_t slot, Py_ssize_t j0,
+                                real zero) noexcept nogil:
+    """Where zoneout's share of unit j0 at `slot` (tau·bS + row) is: in every step's
+    [sL, bS, nOut] array, or the one value for all."""
+    return <const real *>L.zone + (slot * L.nOut + j0 if L.zone_per_step else 0)
 
 
 cdef void final_state(const Loop *L, const Share *s, real zero) noexcept nogil:
@@ -457,8 +475,10 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     mine.s = part_share(L, me)
     mine.scratch = NULL
     cdef Py_ssize_t rows = mine.s.r1 - mine.s.r0
-    mine.wh = gate_column_weights(L, rows, Wh, L.ldwh, L.nState, fam.gates, mine.s.j0,
-                                  mine.s.n)
+    mine.wh.P = NULL
+    if fam.recurrent_product:
+        mine.wh = gate_column_weights(L, rows, Wh, L.ldwh, L.nState, fam.gates, mine.s.j0,
+                                      mine.s.n)
     if Wproj != NULL:
         mine.wproj = call_weights(L, rows, Wproj + mine.s.s0, 0, 1, L.nOut, mine.s.ns,
                                   L.nState, AS_IS)
@@ -561,7 +581,9 @@ cdef BackwardPart backward_part(const Loop *L, cells_part me, real zero) noexcep
     cdef BackwardPart p
     p.s = part_share(L, me)
     cdef Py_ssize_t rows = p.s.r1 - p.s.r0, j0 = p.s.j0, n = p.s.n
-    p.whT = gate_row_weights(L, rows, Wh, L.ldwh, 0, fam.h_blocks, p.s.s0, p.s.ns)
+    p.whT.P = NULL
+    if fam.recurrent_product:
+        p.whT = gate_row_weights(L, rows, Wh, L.ldwh, 0, fam.h_blocks, p.s.s0, p.s.ns)
     if fam.phases == 2:
         p.wauxT = gate_row_weights(L, rows, Wh, L.ldwh, fam.h_blocks, fam.gates, j0, n)
     if L.Wproj != NULL:  # Wprojᵀ [nState, nOut], this part's unit columns
@@ -651,7 +673,11 @@ cdef void backward_phase(const Loop *L, const BackwardPart *p, Py_ssize_t t, int
     cdef real *aux = <real *>L.aux
     cdef real *d = <real *>L.d + (t % 2) * bS * G
     cdef real *dm = <real *>L.ms
+    cdef real *dh = <real *>L.dLdhI
+    cdef real *dzone = <real *>L.dzone
+    cdef const real *dLdh
     cdef bint projected = L.Wproj != NULL
+    cdef Py_ssize_t A = fam.aux * nOut
     cdef RowStep r
     for row in range(p.s.r0, p.s.r1):
         r = row_step(L, t, row)
@@ -661,19 +687,27 @@ cdef void backward_phase(const Loop *L, const BackwardPart *p, Py_ssize_t t, int
                 for k in range(fam.gates):
                     zero_units(n, d + row * G + k * nOut + j0)
                     zero_units(n, gates + r.slot * G + k * nOut + j0)
-                if fam.aux:
-                    zero_units(n, aux + r.slot * nOut + j0)
+                for k in range(fam.aux):
+                    zero_units(n, aux + r.slot * A + k * nOut + j0)
             continue
-        backward_step(L.family, phase == 1, &L.options, n, nOut,
-                      NULL if projected else offset(<const real *>L.dLdh, r.slot * nOut + j0),
+        dLdh = NULL if projected else offset(<const real *>L.dLdh, r.slot * nOut + j0)
+        if phase == 0 and L.dLdc != NULL:
+            add_units(n, <const real *>L.dLdc + r.slot * nOut + j0, <real *>L.dLdcI + at)
+        if phase == 0 and L.zone != NULL:  # the step's share of dL/dh, and hPrev's
+            zoneout_grad_units(n, zone_at(L, r.slot, j0, zero), L.zone_per_step, dLdh,
+                               dh + at, dzone + at)
+            dLdh = NULL
+        backward_step(L.family, phase == 1, &L.options, n, nOut, dLdh,
                       offset(<const real *>L.dLdgates, r.slot * G + j0),
-                      gates + r.slot * G + j0, offset(aux, r.slot * nOut + j0),
+                      gates + r.slot * G + j0, offset(aux, r.slot * A + j0),
                       offset(<const real *>L.daux, at),
                       NULL if projected else entering(<const real *>L.hI, h, r, row, nState, j0),
                       entering(<const real *>L.cI, c, r, row, nOut, j0),
                       offset(c, r.slot * nOut + j0), offset(<const real *>L.P, j0),
-                      d + row * G + j0, (dm if projected else <real *>L.dLdhI) + at,
+                      d + row * G + j0, (dm if projected else dh) + at,
                       offset(<real *>L.dLdcI, at), offset(<real *>p.dPsum, j0))
+        if phase == fam.phases - 1 and L.zone != NULL:
+            add_units(n, dzone + at, dh + at)
 
 
 cdef void add_step_sums(const Loop *L, const BackwardPart *p, Py_ssize_t t,
@@ -713,8 +747,9 @@ cdef void backward_recurrence(const Loop *L, cells_part me, const BackwardPart *
             meet_over_units(L, me)  # every part's share of d is complete
         if p.sums != NULL:
             add_step_sums(L, p, t, zero)
-        gemm_packed(rows, d + r0 * G, G, p.whT, 0, ACCUMULATE,
-                    <real *>L.dLdhI + r0 * nState + p.s.s0, nState)
+        if fam.recurrent_product:
+            gemm_packed(rows, d + r0 * G, G, p.whT, 0, ACCUMULATE,
+                        <real *>L.dLdhI + r0 * nState + p.s.s0, nState)
 
 
 cdef void add_part_sums(const Loop *L, cells_part me, real zero) noexcept nogil:
@@ -745,6 +780,22 @@ cdef void input_grad(const Loop *L, cells_part me, real zero) noexcept nogil:
     free_packed(&wxT)
 
 
+cdef enum:
+    # Where the recurrent side's gradient of a gate block is, for dL/dWh: the gates' (the
+    # input side's, where they are the same), aux's (the family's aux_grad_block and the blocks
+    # after it that multiply hPrev), or a block that multiplies aux (Σ auxᵀ·dz).
+    GRAD_IN_GATES, GRAD_IN_AUX, GRAD_OF_AUX
+
+
+cdef inline int recurrent_grad_kind(cells_family_info fam, Py_ssize_t k) noexcept nogil:
+    """Which of the kinds above gate block k's recurrent weight gradient is."""
+    if k >= fam.h_blocks:
+        return GRAD_OF_AUX
+    if 0 <= fam.aux_grad_block <= k:
+        return GRAD_IN_AUX
+    return GRAD_IN_GATES
+
+
 cdef void weight_grads(const Loop *L, cells_part me, real zero) noexcept nogil:
     """The weight gradients, each one product over all steps, for this part's columns
     [c0, c1) of the G gate columns: dL/dWx = Σ xᵀ·dz; dL/dWh_k = Σ hPrevᵀ·dz_k (d_k, kept in
@@ -761,24 +812,26 @@ cdef void weight_grads(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef real *aux = <real *>L.aux
     cdef real *ds = <real *>L.d
     cdef real *dLdWh = <real *>L.dLdWh
+    cdef Py_ssize_t A = fam.aux * nOut, kind
     weight_grad(L.weights_transposed, L.nIn, c1 - c0, SB, <const real *>L.x, L.nIn, gates + c0,
                 G, OVERWRITE, gate_columns(L, <real *>L.dLdWx, L.ldwx, c0), L.ldwx)
+    if not fam.recurrent_product:
+        return
     while col < c1:  # the recurrent weight's, in runs of columns of one kind
-        k = col // nOut
-        end = min(c1, (k + 1) * nOut)
-        if k == fam.aux_grad_block:
+        kind = recurrent_grad_kind(fam, col // nOut)
+        end = min(c1, (col // nOut + 1) * nOut)
+        while end < c1 and recurrent_grad_kind(fam, end // nOut) == kind:
+            end = min(c1, end + nOut)
+        if kind == GRAD_IN_AUX:
             prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
-                               aux + col - k * nOut, nOut, ds + bS * col,
+                               aux + col - fam.aux_grad_block * nOut, A, ds + bS * col,
                                L.weights_transposed, gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
-        elif k < fam.h_blocks:  # over the following blocks that multiply hPrev
-            while end < c1 and end // nOut < fam.h_blocks and \
-                    end // nOut != fam.aux_grad_block:
-                end = min(c1, end + nOut)
+        elif kind == GRAD_IN_GATES:
             prev_state_product(sL, bS, nState, end - col, L.seq_len, L.forward, hI, h,
                                gates + col, G, ds + bS * col, L.weights_transposed,
                                gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
         else:
-            weight_grad(L.weights_transposed, nOut, end - col, SB, aux, nOut, gates + col,
+            weight_grad(L.weights_transposed, nOut, end - col, SB, aux, A, gates + col,
                         G, OVERWRITE, gate_columns(L, dLdWh, L.ldwh, col), L.ldwh)
         col = end
 
@@ -849,13 +902,13 @@ cdef enum:
 
 
 cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t nState,
-                       Py_ssize_t gates, bint projected, Py_ssize_t itemsize):
+                       Py_ssize_t gates, bint projected, Py_ssize_t itemsize, bint whole_rows):
     """Whether a pass on n_threads over bS rows splits the rows (L.rows_split), for a family of
     `gates` gate blocks, nState state columns (nOut, or nProj when `projected`) and elements of
-    `itemsize` bytes."""
+    `itemsize` bytes; always for a family whose steps need `whole_rows` (row_reduction)."""
     cdef Py_ssize_t weights = nState * gates * nOut + (nOut * nState if projected else 0)
-    return (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
-            and weights * itemsize <= ROW_SPLIT_WEIGHT_BYTES)
+    return whole_rows or (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
+                          and weights * itemsize <= ROW_SPLIT_WEIGHT_BYTES)
 
 
 # The passes as cells_run_parts runs them (include/cells/team.h): one per pass and dtype.
@@ -946,6 +999,7 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
     set_seq_len(L, seq_len)
     L.unit_align, L.prepared, L.claims, L.tasks = UNIT_ALIGN, NULL, NULL, 0
     L.row_scratch, L.x_rows.data = NULL, NULL
+    L.zone, L.zone_per_step, L.dLdc, L.dzone = NULL, False, NULL, NULL
     L.weights_transposed = W is not None or weights_transposed
     if W is not None:
         # W [G, nOut + nIn] (PyTorch's layout), columns h then x: op(Wh) = W[:, :nOut]ᵀ.
@@ -956,16 +1010,30 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
         # Wx [nIn, G] and Wh [nState, G], or transposed [G, nIn] and [G, nState].
         L.ldwx, L.ldwh = (nIn, L.nState) if weights_transposed else (L.G, L.G)
         L.Wx = data(dtype, "Wx", Wx, nIn * L.G, True)
-        L.Wh = data(dtype, "Wh", Wh, L.nState * L.G, True)
-    L.P = data(dtype, "P", P, fam.param_blocks * nOut)
+        L.Wh = data(dtype, "Wh", Wh, L.nState * L.G, fam.recurrent_product)
+    L.P = data(dtype, "P", P, fam.param_blocks * nOut, fam.param_grad == CELLS_PARAM_GRAD_STEPS)
     return fam
+
+
+cdef int set_zoneout(Loop *L, dtype, zoneout, bint projected) except -1:
+    """L.zone from zoneout: None, or zoneout's share of the new state, one value for all
+    ([1]) or each element's ([sL, bS, nOut])."""
+    if zoneout is None:
+        return 0
+    if projected:
+        raise ValueError("internal: zoneout on a projected output")
+    cdef Py_ssize_t size = zoneout.size if isinstance(zoneout, np.ndarray) else -1
+    L.zone_per_step = size != 1
+    L.zone = data(dtype, "zoneout", zoneout, 1 if size == 1 else L.sL * L.bS * L.nOut, True)
+    return 0
 
 
 def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut, *,
             seq_len, bint forward, bint keep, int n_threads, x, hI, Wx=None, Wh=None, W=None,
             bint weights_transposed=False, b=None, P=None, Wproj=None, Py_ssize_t nProj=0,
             cI=None, gx, gh, hs, cs=None, gates, c=None, aux=None, m=None, ms=None, h, hL=None,
-            cL=None, double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS):
+            cL=None, zoneout=None, double clip=INFINITY, int activation=0,
+            lstm_acts=LSTM_ACTIVATIONS):
     """Run the forward pass of `family` (a key of FAMILIES) on the arrays that cells/_loop.pxd
     names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces Wx and Wh (the LLTM);
     with weights_transposed, Wx and Wh are given in PyTorch's layout, transposed ([G, nIn] and
@@ -973,8 +1041,9 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     clip and lstm_acts (LSTM_ACTIVATIONS' layout) are the LSTM's options, activation the RNN's
     code (include/cells/step.h).
     With keep, gates, c and a kept aux are [sL, ...]; without, gates and aux are one step's
-    scratch ([bS, ...]) and c is not given. Wproj [nOut, nProj] projects the output (then m
-    is given with keep, and ms always)."""
+    scratch ([bS, ...]) and c may be given (every step's c, as with keep). Wproj [nOut, nProj]
+    projects the output (then m is given with keep, and ms always). zoneout: None, or zoneout's
+    share of the new state, [1] or [sL, bS, nOut] (cells/_loop.pxd: zone)."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
@@ -992,14 +1061,16 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
                                            not forward and seq_len is not None)
     L.gx_steps = sL if keep else L.chunk_steps
     L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, projected,
-                               dtype.itemsize)
+                               dtype.itemsize, fam.row_reduction)
     L.gx = data(dtype, "gx", gx, L.gx_steps * bS * G, True, True)
     L.gh = data(dtype, "gh", gh, bS * G, True, True)
     L.hs = data(dtype, "hs", hs, 2 * H, True, True)
     L.cs = data(dtype, "cs", cs, 2 * S, fam.cell_state, True)
     L.gates = data(dtype, "gates", gates, steps * bS * G, True, True)
     L.c = data(dtype, "c", c, sL * S, keep and fam.cell_state, True)
-    L.aux = data(dtype, "aux", aux, (steps if fam.aux_kept else 1) * S, fam.aux, True)
+    L.aux = data(dtype, "aux", aux, (steps if fam.aux_kept else 1) * S * fam.aux, fam.aux,
+                 True)
+    set_zoneout(&L, dtype, zoneout, projected)
     L.m = data(dtype, "m", m, sL * S, keep and projected, True)
     L.ms = data(dtype, "ms", ms, S, projected, True)
     L.h = data(dtype, "h", h, sL * H, True, True)
@@ -1014,7 +1085,8 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
              seq_len, bint forward, int n_threads, x, hI, Wx=None, Wh=None, W=None,
              bint weights_transposed=False, P=None, Wproj=None, Py_ssize_t nProj=0, cI=None, h,
              c=None, gates, aux=None, m=None, dLdh=None, dLdhL=None, dLdcL=None, dLdgates=None,
-             d, daux=None, ms=None, dh_step=None, dh_steps=None, dLdx, dLdhI, dLdcI=None,
+             dLdc=None, zoneout=None, d, daux=None, dzone=None, ms=None, dh_step=None,
+             dh_steps=None, dLdx, dLdhI, dLdcI=None,
              dLdWx=None, dLdWh=None, dLdW=None, dLdb=None, dLdP=None, part_sums=None,
              dLdWproj=None, double clip=INFINITY, int activation=0,
              lstm_acts=LSTM_ACTIVATIONS):
@@ -1024,7 +1096,9 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     are transposed with weights_transposed (as Wx and Wh); m, ms, dh_step, dh_steps and
     dLdWproj go with Wproj. part_sums [n_threads, gates + blocks, nOut] is scratch
     for a pass that splits the rows (with dLdb or dLdP): each thread's sums of dL/db and dL/dP
-    over its rows."""
+    over its rows. dLdc [sL, bS, nOut]: the gradient arriving at every step's c; zoneout as
+    forward() took it, with dzone [bS, nOut] its scratch; dLdWh None for a family with no
+    recurrent product."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
@@ -1035,19 +1109,22 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     cdef bint projected = L.Wproj != NULL
     L.keep = True
     L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, projected,
-                               dtype.itemsize)
+                               dtype.itemsize, fam.row_reduction)
     L.x = data(dtype, "x", x, SB * nIn, True)
     L.hI = data(dtype, "hI", hI, H, True)
     L.cI = data(dtype, "cI", cI, S, fam.cell_state)
     L.h = data(dtype, "h", h, sL * H, True)
     L.c = data(dtype, "c", c, SB * nOut, fam.cell_state)
     L.gates = data(dtype, "gates", gates, SB * G, True, True)
-    L.aux = data(dtype, "aux", aux, SB * nOut, fam.aux, True)
+    L.aux = data(dtype, "aux", aux, SB * nOut * fam.aux, fam.aux, True)
     L.m = data(dtype, "m", m, SB * nOut, projected)
     L.dLdh = data(dtype, "dLdh", dLdh, sL * H)
     L.dLdhL = data(dtype, "dLdhL", dLdhL, H)
     L.dLdcL = data(dtype, "dLdcL", dLdcL, S)
     L.dLdgates = data(dtype, "dLdgates", dLdgates, SB * G)
+    L.dLdc = data(dtype, "dLdc", dLdc, SB * nOut)
+    set_zoneout(&L, dtype, zoneout, projected)
+    L.dzone = data(dtype, "dzone", dzone, S, L.zone != NULL, True)
     L.d = data(dtype, "d", d, 2 * bS * G, True, True)
     L.daux = data(dtype, "daux", daux, S, fam.phases == 2, True)
     L.ms = data(dtype, "ms", ms, S, projected, True)
@@ -1061,9 +1138,10 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
         L.dLdWx = <char *>L.dLdWh + nOut * <Py_ssize_t>dtype.itemsize
     else:
         L.dLdWx = data(dtype, "dLdWx", dLdWx, nIn * G, True, True)
-        L.dLdWh = data(dtype, "dLdWh", dLdWh, L.nState * G, True, True)
+        L.dLdWh = data(dtype, "dLdWh", dLdWh, L.nState * G, fam.recurrent_product, True)
     L.dLdb = data(dtype, "dLdb", dLdb, G, False, True)
-    L.dLdP = data(dtype, "dLdP", dLdP, fam.param_blocks * nOut, False, True)
+    L.dLdP = data(dtype, "dLdP", dLdP, fam.param_blocks * nOut,
+                  fam.param_grad == CELLS_PARAM_GRAD_STEPS, True)
     L.part_sums = data(dtype, "part_sums", part_sums,
                        n_threads * (fam.gates + fam.param_blocks) * nOut,
                        L.rows_split and (L.dLdb != NULL or L.dLdP != NULL), True)
@@ -1075,19 +1153,19 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
 
 # What dL/dP sums over the steps (family_rows.h's param_grad), as Family.param_grad says it.
 PARAM_GRADS = {CELLS_PARAM_GRAD_NONE: None, CELLS_PARAM_GRAD_AUX: "aux",
-               CELLS_PARAM_GRAD_PEEPHOLES: "peepholes"}
+               CELLS_PARAM_GRAD_PEEPHOLES: "peepholes", CELLS_PARAM_GRAD_STEPS: "steps"}
 
 
 class Family(NamedTuple):
     """A family's row of include/cells/family_rows.h (its fields say what they mean there),
     for the backends that allocate its buffers and the GPU kernels' launches. phases: 1, or 2
     where h_blocks < gates; source: its kernels' cells/kernels/<source>.cu; param_grad: None,
-    "aux" or "peepholes" (PARAM_GRADS)."""
+    "aux", "peepholes" or "steps" (PARAM_GRADS)."""
 
     gates: int
     cell_state: bool
     h_blocks: int
-    aux: bool
+    aux: int
     aux_kept: bool
     aux_grad_block: int
     param_blocks: int
@@ -1108,29 +1186,8 @@ def _read_family(int i):
                   fam.row_reduction, fam.recurrent_product)
 
 
-def check_supported(str name, fam):
-    """Raise NotImplementedError where Family `fam` (of family `name`) declares a kind of step
-    that the time loop does not run yet (family_rows.h): every family's is checked when this
-    module is imported."""
-    if fam.row_reduction:
-        raise NotImplementedError(
-            f"the {name} family's step reduces across a row's units (row_reduction), which the "
-            f"time loop does not support yet: it splits a row's units between threads")
-    if not fam.recurrent_product:
-        raise NotImplementedError(
-            f"the {name} family has no recurrent product (recurrent_product 0), which the time "
-            f"loop does not support yet: every step multiplies the state by op(Wh)")
-
-
-def _checked_table():
-    """Every family's row, read once (the backends read one on every call), each checked."""
-    table = {name: _read_family(i) for name, i in FAMILIES.items()}
-    for name, fam in table.items():
-        check_supported(name, fam)
-    return table
-
-
-_TABLE = _checked_table()
+# Every family's row, read once (the backends read one on every call).
+_TABLE = {name: _read_family(i) for name, i in FAMILIES.items()}
 
 
 def family(str name):
@@ -1159,12 +1216,13 @@ cdef bint pack_prepared(Loop *L, real zero) noexcept nogil:
         w.wh = weights_in_place(Wh, L.nOut, fam.gates, L.nState, L.nOut, L.ldwh, AS_IS)
     w.wproj = weights_in_place(<const real *>L.Wproj, 0, 1, L.nOut, L.nState, L.nState, AS_IS)
     w.wx = pack_whole(w.wx, w.kind, zero)
-    w.wh = pack_whole(w.wh, w.kind, zero)
+    if fam.recurrent_product:
+        w.wh = pack_whole(w.wh, w.kind, zero)
     if L.Wproj != NULL:
         w.wproj = pack_whole(w.wproj, w.kind, zero)
     # Only the packed copies are read from here on: the caller's arrays may change.
     w.wx.B = w.wh.B = w.wproj.B = NULL
-    return (w.wx.P != NULL and w.wh.P != NULL
+    return (w.wx.P != NULL and (not fam.recurrent_product or w.wh.P != NULL)
             and (L.Wproj == NULL or w.wproj.P != NULL))
 
 
@@ -1289,14 +1347,14 @@ cdef class PreparedWeights:
         L.cL = data(self.dtype, "cL", cL, S, fam.cell_state, True)
         L.chunk_steps = L.gx_steps = projection_chunk_steps(sL, bS, G, itemsize, False)
         L.rows_split = splits_rows(n_threads, bS, L.nOut, L.nState, fam.gates,
-                                   self.packed.wproj.P != NULL, itemsize)
+                                   self.packed.wproj.P != NULL, itemsize, fam.row_reduction)
         # The call's scratch, in one block: gx, gh, hs, cs, gates, aux, ms (cells/_loop.pxd).
         gx_len = aligned_elements(L.gx_steps * bS * G, itemsize)
         gh_len = aligned_elements(bS * G, itemsize)
         hs_len = aligned_elements(2 * H, itemsize)
         cs_len = aligned_elements(2 * S, itemsize)
-        aux_len = aligned_elements(S, itemsize)
-        ms_len = aux_len
+        aux_len = aligned_elements(S * fam.aux, itemsize)
+        ms_len = aligned_elements(S, itemsize)
         scratch = <char *>malloc((gx_len + 2 * gh_len + hs_len + cs_len + aux_len + ms_len)
                                  * itemsize + 64)
         if scratch == NULL:
@@ -1369,10 +1427,11 @@ cdef class PreparedWeights:
         return tuple(state)
 
     def weights(self):
-        """(Wx, Wh, Wproj): op(Wx) [nIn, G], op(Wh) [nState, G] and Wproj [nOut, nState]
-        (None without one) unpacked from the panels of the net's dtype: the weights the net
+        """(Wx, Wh, Wproj): op(Wx) [nIn, G], op(Wh) [nState, G] (None for a family with no
+        recurrent product) and Wproj [nOut, nState] (None without one) unpacked from the panels of the net's dtype: the weights the net
         multiplies, as new C-ordered arrays."""
-        return (_unpack(self, &self.packed.wx), _unpack(self, &self.packed.wh),
+        return (_unpack(self, &self.packed.wx),
+                None if self.packed.wh.P == NULL else _unpack(self, &self.packed.wh),
                 None if self.packed.wproj.P == NULL else _unpack(self, &self.packed.wproj))
 
 

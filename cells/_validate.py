@@ -189,3 +189,26 @@ def no_inputs(dtype, nIn, *state_widths):
     prepare checks the weights with the time loop's own checks: they are consistent with the
     weights by construction, and only the weights' errors can show."""
     return (np.empty((0, 0, nIn), dtype),) + tuple(np.empty((0, n), dtype) for n in state_widths)
+
+
+def zoneout(value, sL, bS, nOut, like):
+    """Check a `zoneout` argument (haste's zoneout): None (none); a probability p in [0, 1]
+    (eval: h = p·hPrev + (1 - p)·hNew); or a mask [sL, bS, nOut] of x's kind and dtype
+    (training: h = hPrev + mask∘(hNew - hPrev)). Returns None or the time loop's share of the
+    new state: [1] holding 1 - p, or the mask."""
+    if value is None:
+        return None
+    if isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, bool):
+        if not 0 <= value <= 1:
+            raise ValueError(f"zoneout: expected a probability in [0, 1], got {value}")
+        xp = _backend.array_module(like)
+        return xp.full(1, 1 - float(value), like.dtype)
+    if not (isinstance(value, np.ndarray) or _backend.on_gpu(value)):
+        raise TypeError(f"zoneout: expected None, a probability or a mask array "
+                        f"[sL, bS, nOut], got {type(value).__name__}")
+    if _backend.type_name(value) != _backend.type_name(like) or value.dtype != like.dtype:
+        raise TypeError(f"zoneout: expected a mask of x's dtype {like.dtype} "
+                        f"({_backend.type_name(like)}), got {value.dtype} "
+                        f"{_backend.type_name(value)}")
+    shape("zoneout", value, (sL, bS, nOut), "[sL, bS, nOut]")
+    return value

@@ -43,12 +43,15 @@ KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 
 # The families' kernels, from the compiled table (include/cells/family_rows.h): the source
 # that defines them (cells/kernels/<source>.cu) and the kernels of each (kernels.cuh: "_b",
-# the second phase of a family with two).
-KERNEL_SOURCES = {name: _time_loop.family(name).source for name in _time_loop.FAMILIES}
+# the second phase of a family with two). The families whose dL/dP only the CPU's steps sum
+# (param_grad "steps") have no kernels yet (cells/_gpu.py refuses them).
+GPU_FAMILIES = [name for name in _time_loop.FAMILIES
+                if _time_loop.family(name).param_grad != "steps"]
+KERNEL_SOURCES = {name: _time_loop.family(name).source for name in GPU_FAMILIES}
 KERNEL_PHASES = {
     name: ("forward", "backward") + (("forward_b", "backward_b")
                                      if _time_loop.family(name).phases == 2 else ())
-    for name in _time_loop.FAMILIES}
+    for name in GPU_FAMILIES}
 
 DTYPE_SUFFIX = {np.dtype(np.float32): "f", np.dtype(np.float64): "d"}
 

@@ -1,7 +1,6 @@
 """The families' declaration (include/cells/family_rows.h) as everything reads it: the names
 and fields Python gets from the compiled table, the GPU kernels' sources and phases derived
-from it, the refusal of kinds of step the time loop does not run yet, and the C check that a
-row's phases follow from its blocks."""
+from it, and the C check that a row's phases follow from its blocks."""
 import os
 import shutil
 import subprocess
@@ -23,11 +22,11 @@ def test_the_names_index_the_table_in_its_order():
 def test_a_family_has_two_phases_exactly_where_some_blocks_multiply_aux(name):
     fam = _time_loop.family(name)
     assert fam.phases == (2 if fam.h_blocks < fam.gates else 1)
-    assert not fam.row_reduction and fam.recurrent_product
     assert (fam.param_grad is None) == (fam.param_blocks == 0)
+    assert fam.recurrent_product or fam.aux_grad_block < 0  # no dL/dWh to keep in aux
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", cuda.GPU_FAMILIES)
 def test_the_kernels_source_defines_the_familys_kernels(name):
     """cells.cuda's KERNEL_SOURCES names a source that instantiates the family's row, and
     KERNEL_PHASES lists a second phase's kernels exactly for two-phase families."""
@@ -35,16 +34,6 @@ def test_the_kernels_source_defines_the_familys_kernels(name):
     assert f"#define CELLS_FAMILY_ROW CELLS_FAMILY_{name.upper()}\n" in source.read_text()
     second = ("forward_b", "backward_b") if _time_loop.family(name).phases == 2 else ()
     assert cuda.KERNEL_PHASES[name] == ("forward", "backward", *second)
-
-
-@pytest.mark.parametrize("field, value, match", [("row_reduction", True, "row_reduction"),
-                                                  ("recurrent_product", False,
-                                                   "recurrent_product")])
-def test_a_kind_of_step_the_loop_does_not_run_is_refused(field, value, match):
-    fam = _time_loop.family("lstm")._replace(**{field: value})
-    with pytest.raises(NotImplementedError, match=match):
-        _time_loop.check_supported("layer_norm_lstm", fam)
-    _time_loop.check_supported("lstm", _time_loop.family("lstm"))
 
 
 def test_a_row_whose_phases_contradict_its_blocks_does_not_compile(tmp_path):

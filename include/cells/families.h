@@ -12,6 +12,8 @@
 
 #include "cells/family_rows.h"
 #include "cells/gru.h"
+#include "cells/indrnn.h"
+#include "cells/layer_norm.h"
 #include "cells/lltm.h"
 #include "cells/lstm.h"
 #include "cells/rnn.h"
@@ -21,7 +23,12 @@ enum cells_family { CELLS_FAMILY_LIST(CELLS_FAMILY_ENUM_) CELLS_FAMILIES };
 #undef CELLS_FAMILY_ENUM_
 
 /* What dL/dP sums over the steps: family_rows.h's param_grad. */
-enum cells_param_grad { CELLS_PARAM_GRAD_NONE, CELLS_PARAM_GRAD_AUX, CELLS_PARAM_GRAD_PEEPHOLES };
+enum cells_param_grad {
+    CELLS_PARAM_GRAD_NONE,
+    CELLS_PARAM_GRAD_AUX,
+    CELLS_PARAM_GRAD_PEEPHOLES,
+    CELLS_PARAM_GRAD_STEPS
+};
 
 /* A row of family_rows.h as the loop reads it (its fields mean what they mean there). */
 typedef struct {
@@ -29,7 +36,7 @@ typedef struct {
     int cell_state;
     ptrdiff_t h_blocks;
     int phases;
-    int aux;
+    ptrdiff_t aux;
     int aux_kept;
     ptrdiff_t aux_grad_block;
     ptrdiff_t param_blocks;

@@ -17,24 +17,27 @@
  *   h_blocks        blocks [0, h_blocks) multiply hPrev; the others multiply aux, in a second
  *                   phase of the step, after a barrier
  *   phases          1, or 2 where h_blocks < gates (checked in cells/families.h)
- *   aux             has a per-row value aux [nOut] of its own
+ *   aux             the blocks of nOut of a per-row value aux [aux·nOut] of its own (0: none)
  *   aux_kept        the forward keeps aux of every step (else it is scratch, and the backward
  *                   recomputes it)
- *   aux_grad_block  -1, or the block whose recurrent-side gradient the backward keeps in aux
- *                   (the gates keep the input side's)
+ *   aux_grad_block  -1, or the first of the blocks [aux_grad_block, h_blocks) whose
+ *                   recurrent-side gradient differs from the input side's (which the gates
+ *                   keep): the backward keeps them in aux's first blocks, for dL/dWh
  *   param_blocks    blocks of nOut in P
  *   param_grad      what dL/dP sums over the steps (for backends that reduce it after the
  *                   loop rather than in the steps): NONE (no P); AUX (P is a bias inside the
  *                   recurrent side, whose gradient aux keeps: dL/dP = Σ aux); PEEPHOLES (the
- *                   LSTM's P = (p_i, p_f, p_o): Σ dz_i∘cPrev, Σ dz_f∘cPrev, Σ dz_o∘c)
+ *                   LSTM's P = (p_i, p_f, p_o): Σ dz_i∘cPrev, Σ dz_f∘cPrev, Σ dz_o∘c); STEPS
+ *                   (only the steps sum it, from values they recompute: P is required, and a
+ *                   backend that reduces after the loop does not run the family)
  *   projects        its output may be projected, h = m·Wproj with m the step's output [nOut]
  *                   (PyTorch's LSTM proj_size): the step reads no hPrev, so the state may be
  *                   narrower than the units
- *   row_reduction   its step reduces across a row's units (LayerNorm cells): a thread then
- *                   needs whole rows, or a reduction across threads. Not supported yet: the
- *                   time loop and the kernels refuse such a row
+ *   row_reduction   its step reduces across a row's units (LayerNorm cells): a thread owns
+ *                   whole rows (the time loop splits the rows at every size), and its steps
+ *                   get n = nOut
  *   recurrent_product  the recurrence is a product by op(Wh); 0: an elementwise one with no
- *                   Wh (IndRNN). Not supported yet: refused as row_reduction is
+ *                   Wh (IndRNN): no product, no op(Wh) and no dL/dWh in either pass
  */
 #ifndef CELLS_FAMILY_ROWS_H
 #define CELLS_FAMILY_ROWS_H
@@ -50,6 +53,12 @@
     lltm,                    lltm,    lltm, 3, 1, 3, 1, 0, 0, -1, 0, NONE,      0, 0, 1
 #define CELLS_FAMILY_RNN \
     rnn,                     rnn,     rnn,  1, 0, 1, 1, 0, 0, -1, 0, NONE,      0, 0, 1
+#define CELLS_FAMILY_LAYER_NORM_LSTM \
+    layer_norm_lstm, layer_norm_lstm, layer_norm, 4, 1, 4, 1, 8, 1, 0, 14, STEPS, 0, 1, 1
+#define CELLS_FAMILY_LAYER_NORM_GRU \
+    layer_norm_gru,  layer_norm_gru,  layer_norm, 3, 0, 3, 1, 6, 1, 0, 12, STEPS, 0, 1, 1
+#define CELLS_FAMILY_INDRNN \
+    indrnn,          indrnn,          indrnn,     1, 0, 1, 1, 0, 0, -1, 1, STEPS, 0, 0, 0
 
 /* Every family, in the order of enum cells_family: X(TAG) for the row CELLS_FAMILY_<TAG>. */
 #define CELLS_FAMILY_LIST(X) \
@@ -57,7 +66,10 @@
     X(GRU_LINEAR_BEFORE_RESET) \
     X(LSTM)                  \
     X(LLTM)                  \
-    X(RNN)
+    X(RNN)                   \
+    X(LAYER_NORM_LSTM)       \
+    X(LAYER_NORM_GRU)        \
+    X(INDRNN)
 
 /* One field of a row: CELLS_FAMILY_GATES(CELLS_FAMILY_LSTM) is 4. CELLS_FAMILY_APPLY(M, row)
  * is M(the row's fields): the indirection expands the row into its fields first. */
