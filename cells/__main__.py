@@ -88,9 +88,10 @@ CHECK_SHAPE = Shape(T=6, B=3, I=4, H=3)
 BENCH_SHAPES = (Shape(T=100, B=1, I=128, H=128), Shape(T=100, B=64, I=256, H=256))
 
 # Allowed max abs differences, relative to max(1, max|reference|).
-# Finite differences: step 1e-5 in float64 leaves a truncation error of order 1e-10·|L'''| and a
-# rounding error of order 1e-16·|L| / 1e-5, both well below 1e-7 on the check's small problem;
-# a wrong formula is off by 1e-2 or more.
+# Finite differences: central differences at steps 1e-5 and 5e-6 in float64, extrapolated to
+# cancel their step² term (a LayerNorm over few units makes L''' large), leave a truncation
+# error of order 1e-20·|L⁽⁵⁾| and a rounding error of order 1e-16·|L| / 1e-5, both well below
+# 1e-7 on the check's small problem; a wrong formula is off by 1e-2 or more.
 FD_STEP, FD_TOLERANCE = 1e-5, 1e-7
 # float32 against float64, and the backward on the workspace against the recomputing one (in
 # both dtypes): float32 rounds at 6e-8 per operation and the small problem's sums have a few
@@ -158,6 +159,20 @@ def relative_diff(a, ref, dtype):
     return float(np.max(np.abs(a.astype(np.float64) - ref))) / scale
 
 
+def directional_derivative(family, inputs, name, direction, opts, threads, weights):
+    """d/ds of the weighted loss at inputs[name] + s·direction, s = 0: central differences
+    D(step) at FD_STEP and FD_STEP / 2, extrapolated, (4·D(step/2) - D(step)) / 3, which
+    cancels D's step² term (a LayerNorm over few units makes it large)."""
+    def loss(s):
+        return weighted_loss(family, {**inputs, name: inputs[name] + s * direction}, opts,
+                             threads, weights)
+
+    def central(step):
+        return (loss(step) - loss(-step)) / (2 * step)
+
+    return (4 * central(FD_STEP / 2) - central(FD_STEP)) / 3
+
+
 def check_variant(family, opts, threads, shape=CHECK_SHAPE, seed=0):
     """The three checks of one family and variant: {check: {item: (error, tolerance)}}."""
     rng = np.random.default_rng(seed)
@@ -182,10 +197,8 @@ def check_variant(family, opts, threads, shape=CHECK_SHAPE, seed=0):
     fd = {}
     for (name, a), grad_name, grad in zip(inputs.items(), grad_names, grads):
         direction = rng.standard_normal(a.shape)
-        plus, minus = (weighted_loss(family, {**inputs, name: a + step * direction}, opts,
-                                     threads, weights)
-                       for step in (FD_STEP, -FD_STEP))
-        numeric = (plus - minus) / (2 * FD_STEP)
+        numeric = directional_derivative(family, inputs, name, direction, opts, threads,
+                                         weights)
         analytic = float(np.sum(grad * direction))
         fd[grad_name] = (abs(numeric - analytic) / max(1.0, abs(analytic)), FD_TOLERANCE)
 
@@ -272,15 +285,16 @@ def time_variant(family, opts, shape, threads, repeats, seed=0):
 def benchmark(families, threads, repeats):
     """Print a table: per family, variant and shape the median ms and GF/s of both tasks."""
     print(f"\nbenchmark (float32, n_threads={threads}, median of {repeats} samples); GF/s: the "
-          f"gemm FLOPs any\nimplementation must do, 2·T·B·(I+H)·blocks·H (x3 for training), "
-          f"per second")
+          f"gemm FLOPs any\nimplementation must do, 2·T·B·(I+H)·blocks·H (x3 for training; I "
+          f"alone for IndRNN), per second")
     header = ("family", "variant", "shape", "inference ms", "GF/s", "training ms", "GF/s")
     lines = []
     for family in families:
         for variant, opts in family.variants.items():
             for shape in BENCH_SHAPES:
-                gates = family.declared.gates
-                flops = 2 * shape.T * shape.B * (shape.I + shape.H) * gates * shape.H
+                gates, inputs = family.declared.gates, family.declared.product_inputs(shape.I,
+                                                                                      shape.H)
+                flops = 2 * shape.T * shape.B * inputs * gates * shape.H
                 inference, training = time_variant(family, opts, shape, threads, repeats)
                 lines.append((family.name, variant, str(shape), f"{inference:.3f}",
                               f"{flops / inference / 1e6:.1f}", f"{training:.3f}",

@@ -90,7 +90,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     _time_loop.forward takes them. The state h has nState columns: nOut, or nProj with Wproj
     [nOut, nProj]. Returns (h [sL, bS, nState], hL [bS, nState], cL [bS, nOut] (None without a
     cell state), gates, c, aux, m): with keep, every step's gates [sL, bS, G], c [sL, bS, nOut]
-    (families with a cell state), aux [sL, bS, nOut] (families that keep it) and m
+    (families with a cell state), aux [sL, bS, aux·nOut] (families that keep it) and m
     [sL, bS, nOut] (the unprojected output, with Wproj), else None. `z` [bS, G], when given,
     keeps the last step's recurrent products (the LLTM: its pre-activations). zoneout: None, or
     zoneout's share of the new state as _time_loop.forward takes it ([1] or [sL, bS, nOut]);

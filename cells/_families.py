@@ -108,6 +108,12 @@ class Family(NamedTuple):
         row = next(iter(self.variants.values()))[0]
         return _time_loop.family(row).gates
 
+    def product_inputs(self, nIn, nOut):
+        """The inputs a step's products sum over per gate column: nIn + nOut, or nIn alone for
+        a family with no recurrent product (the C table's recurrent_product)."""
+        row = next(iter(self.variants.values()))[0]
+        return nIn + (nOut if _time_loop.family(row).recurrent_product else 0)
+
     def shapes(self, dims):
         """{argument name: its shape} for `dims`, in argument order."""
         return {a.name: a.shape(dims) for a in self.arguments}

@@ -308,9 +308,11 @@ class PreparedNet:
 
 def _restore(family, State, loop, options, Wx, Wh, b, P, Wproj):
     """A PreparedNet from what __reduce__ saved: the unpacked weights, packed again."""
-    weights = _time_loop.prepare(loop["family"], Wx.shape[0], Wx.shape[1] // _gates(loop),
-                                 dtype=Wx.dtype, Wx=Wx, Wh=Wh, b=b, P=P, Wproj=Wproj,
-                                 nProj=Wh.shape[0], **_loop_options(loop))
+    nOut = Wx.shape[1] // _gates(loop)
+    weights = _time_loop.prepare(loop["family"], Wx.shape[0], nOut, dtype=Wx.dtype, Wx=Wx,
+                                 Wh=Wh, b=b, P=P, Wproj=Wproj,
+                                 nProj=nOut if Wproj is None else Wproj.shape[1],
+                                 **_loop_options(loop))
     return PreparedNet(family, State, weights, loop, options)
 
 

@@ -1250,6 +1250,7 @@ cdef class PreparedWeights:
     cdef Loop problem
     cdef Prepared packed
     cdef readonly object dtype, b, P
+    cdef object zone            # zoneout's share of the new state, [1], or None
     cdef readonly str weights_kind  # what the panels hold: the dtype's name, "int8", "bfloat16"
     cdef readonly Py_ssize_t nIn, nOut, nState, G
     cdef readonly size_t nbytes  # of the packed weights, b and P
@@ -1457,7 +1458,7 @@ INT8_K_MAX = CELLS_LOWP_Q8_K_MAX
 def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=None, W=None,
             bint weights_transposed=False, b=None, P=None, Wproj=None, Py_ssize_t nProj=0,
             double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS, weights=None,
-            packed_state=None, quantized=None):
+            packed_state=None, quantized=None, zoneout=None):
     """The PreparedWeights of `family` (a key of FAMILIES) for the weights and options that
     forward() takes (checked as it checks them): packed once, into panels of the dtype
     (weights None) or int8 or bfloat16 panels (weights "int8", "bfloat16": float32 weights
@@ -1467,7 +1468,8 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
     "int8", Wx and Wh C-ordered, not transposed): (qx, sx, qh, sh), int8 weights already
     quantized, op(Wx)'s qx [nIn, G] and op(Wh)'s qh [nState, G] (C-contiguous int8 in
     [-127, 127]) with their column scales sx, sh [G] (float32), packed over the panels of
-    Wx and Wh (whose values are not used): see _pack_quantized."""
+    Wx and Wh (whose values are not used): see _pack_quantized. zoneout: None, or a
+    probability p: every call's h = p·hPrev + (1 - p)·hNew (haste's eval mode)."""
     cdef PreparedWeights net = PreparedWeights.__new__(PreparedWeights)
     cdef Loop *L = &net.problem
     dtype = np.dtype(dtype)
@@ -1479,6 +1481,8 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
     net.P = None if P is None else np.array(P, dtype, order="C")
     L.b = data(dtype, "b", net.b, L.G)
     L.P = data(dtype, "P", net.P, fam.param_blocks * nOut)
+    net.zone = None if zoneout is None else np.full(1, 1 - zoneout, dtype)
+    set_zoneout(L, dtype, net.zone, Wproj is not None)
     L.unit_align = CELLS_PANEL_WIDTH_F if dtype == np.float32 else CELLS_PANEL_WIDTH_D
     L.prepared = &net.packed
     net.packed.kind = WEIGHT_KINDS[weights]

@@ -191,6 +191,18 @@ def no_inputs(dtype, nIn, *state_widths):
     return (np.empty((0, 0, nIn), dtype),) + tuple(np.empty((0, n), dtype) for n in state_widths)
 
 
+def zoneout_probability(value):
+    """A prepared net's `zoneout` (haste's eval mode): None or a probability in [0, 1], as a
+    float."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)):
+        raise TypeError(f"zoneout: expected None or a probability, got {type(value).__name__}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"zoneout: expected a probability in [0, 1], got {value}")
+    return float(value)
+
+
 def zoneout(value, sL, bS, nOut, like):
     """Check a `zoneout` argument (haste's zoneout): None (none); a probability p in [0, 1]
     (eval: h = p·hPrev + (1 - p)·hNew); or a mask [sL, bS, nOut] of x's kind and dtype

@@ -36,6 +36,10 @@ an LSTM). PyTorch and ONNX store the matrices transposed (W·x); the others do n
     ONNX LSTM                  W [dirs, 4H, I], R [dirs, 4H, H],          i, o, f, c
                                B [dirs, 8H] = [Wb | Rb],                  b = Wb + Rb
                                P [dirs, 3H] (peepholes i, o, f)           Wp = P as (i, f, o)
+    haste LSTM, LayerNormLSTM  kernel [I, 4H], recurrent_kernel [H, 4H],  i, g, f, o
+                               bias [4H]                                  b = bias
+    haste GRU, LayerNormGRU    kernel [I, 3H], recurrent_kernel [H, 3H],  z, r, h
+                               bias, recurrent_bias [3H]                  b = [bias, rec. bias]
     PyTorch nn.RNN, RNNCell    weight_ih [H, I], weight_hh [H, H],
                                bias_ih, bias_hh [H]                       b = [bias_ih, bias_hh]
     ONNX RNN                   W [dirs, H, I], R [dirs, H, H],
@@ -129,12 +133,18 @@ __all__ = [
     "rnn_to_torch",
     "rnn_from_onnx",
     "rnn_to_onnx",
+    "haste_lstm_to_torch",
+    "haste_lstm_from_torch",
+    "haste_gru_to_torch",
+    "haste_gru_from_torch",
 ]
 
 # Gate orders, each framework's gates named by cells' letters: GRU r, u, c; LSTM i, f, g, o.
 _GRU = _TORCH_GRU = "ruc"
 _KERAS_GRU = _ONNX_GRU = "urc"
 _LSTM = _TORCH_LSTM = _KERAS_LSTM = "ifgo"
+_HASTE_LSTM = "igfo"
+_HASTE_GRU = "urc"
 _ONNX_LSTM = "iofg"
 _PEEPHOLES, _ONNX_PEEPHOLES = "ifo", "iof"
 
@@ -919,6 +929,191 @@ def rnn_to_onnx(Wx: ArrayLike, Wh: ArrayLike,
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     H = _check_rnn(Wx, Wh, b)
     return _transposed(Wx)[None], _transposed(Wh)[None], _two_rows(b).reshape(1, 2 * H)
+
+
+# ---------------------------------------------------------------------------------------------
+# haste's LSTM and GRU (haste_pytorch, cells.haste) and PyTorch's
+# ---------------------------------------------------------------------------------------------
+
+def haste_lstm_to_torch(kernel: ArrayLike, recurrent_kernel: ArrayLike,
+                        bias: ArrayLike) -> Tuple4:
+    """haste's LSTM weights (haste_pytorch.LSTM, cells.haste.LSTM) as nn.LSTM's, as haste's own
+    ``to_native_weights`` converts them.
+
+    Parameters
+    ----------
+    kernel : array_like, [I, 4H]
+        Gate blocks i, g, f, o.
+    recurrent_kernel : array_like, [H, 4H]
+    bias : array_like, [4H]
+
+    Returns
+    -------
+    weight_ih : numpy.ndarray, [4H, I]
+        Gate blocks i, f, g, o.
+    weight_hh : numpy.ndarray, [4H, H]
+    bias_ih, bias_hh : numpy.ndarray, [4H]
+        Each half of bias (haste's split; their sum is the model's bias).
+
+    Raises
+    ------
+    TypeError
+        An argument that is not an array (NumPy, torch or nested lists) of float32 or float64,
+        or arrays of different dtypes.
+    ValueError
+        A shape that does not fit (the message names the argument, the expected and the given
+        shape).
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> w_ih, w_hh, b_ih, b_hh = cells.convert.haste_lstm_to_torch(
+    ...     np.zeros((3, 8)), np.zeros((2, 8)), np.ones(8))
+    >>> w_ih.shape, float(b_ih[0])
+    ((8, 3), 0.5)
+    """
+    kernel, recurrent_kernel, bias = _arrays(kernel=kernel, recurrent_kernel=recurrent_kernel,
+                                             bias=bias)
+    H = _check_keras(4, kernel, recurrent_kernel)
+    check.shape("bias", bias, (4 * H,), "[4*hidden_size]")
+    half = _reorder(bias, _HASTE_LSTM, _TORCH_LSTM) / 2
+    return (_transposed(_reorder(kernel, _HASTE_LSTM, _TORCH_LSTM)),
+            _transposed(_reorder(recurrent_kernel, _HASTE_LSTM, _TORCH_LSTM)), half, half.copy())
+
+
+def haste_lstm_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike,
+                          bias_ih: Optional[ArrayLike] = None,
+                          bias_hh: Optional[ArrayLike] = None) -> Tuple3:
+    """nn.LSTM's weights (one layer, one direction) as haste's LSTM's, as haste's own
+    ``from_native_weights`` converts them.
+
+    Parameters
+    ----------
+    weight_ih : array_like, [4H, I]
+        Gate blocks i, f, g, o.
+    weight_hh : array_like, [4H, H]
+    bias_ih, bias_hh : array_like, [4H], optional
+        None: zeros.
+
+    Returns
+    -------
+    kernel : numpy.ndarray, [I, 4H]
+        Gate blocks i, g, f, o.
+    recurrent_kernel : numpy.ndarray, [H, 4H]
+    bias : numpy.ndarray, [4H]
+        bias_ih + bias_hh.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`haste_lstm_to_torch`.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> kernel, recurrent_kernel, bias = cells.convert.haste_lstm_from_torch(
+    ...     np.zeros((8, 3)), np.zeros((8, 2)), np.ones(8), np.ones(8))
+    >>> kernel.shape, float(bias[0])
+    ((3, 8), 2.0)
+    """
+    weight_ih, weight_hh, bias_ih, bias_hh = _arrays(
+        ("bias_ih", "bias_hh"),
+        weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
+    H = _check_torch(4, weight_ih, weight_hh, bias_ih, bias_hh)
+    b = _or_zeros(bias_ih, 4 * H, weight_ih) + _or_zeros(bias_hh, 4 * H, weight_ih)
+    return (_reorder(_transposed(weight_ih), _TORCH_LSTM, _HASTE_LSTM),
+            _reorder(_transposed(weight_hh), _TORCH_LSTM, _HASTE_LSTM),
+            _reorder(b, _TORCH_LSTM, _HASTE_LSTM))
+
+
+def haste_gru_to_torch(kernel: ArrayLike, recurrent_kernel: ArrayLike, bias: ArrayLike,
+                       recurrent_bias: ArrayLike) -> Tuple4:
+    """haste's GRU weights (haste_pytorch.GRU, cells.haste.GRU: a linear-before-reset GRU, as
+    PyTorch's) as nn.GRU's, as haste's own ``to_native_weights`` converts them.
+
+    Parameters
+    ----------
+    kernel : array_like, [I, 3H]
+        Gate blocks z, r, h.
+    recurrent_kernel : array_like, [H, 3H]
+    bias, recurrent_bias : array_like, [3H]
+
+    Returns
+    -------
+    weight_ih : numpy.ndarray, [3H, I]
+        Gate blocks r, z, n.
+    weight_hh : numpy.ndarray, [3H, H]
+    bias_ih, bias_hh : numpy.ndarray, [3H]
+        bias and recurrent_bias.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`haste_lstm_to_torch`.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> w_ih, w_hh, b_ih, b_hh = cells.convert.haste_gru_to_torch(
+    ...     np.zeros((3, 6)), np.zeros((2, 6)), np.zeros(6), np.zeros(6))
+    >>> w_ih.shape, w_hh.shape
+    ((6, 3), (6, 2))
+    """
+    kernel, recurrent_kernel, bias, recurrent_bias = _arrays(
+        kernel=kernel, recurrent_kernel=recurrent_kernel, bias=bias,
+        recurrent_bias=recurrent_bias)
+    H = _check_keras(3, kernel, recurrent_kernel)
+    check.shape("bias", bias, (3 * H,), "[3*hidden_size]")
+    check.shape("recurrent_bias", recurrent_bias, (3 * H,), "[3*hidden_size]")
+    return (_transposed(_reorder(kernel, _HASTE_GRU, _TORCH_GRU)),
+            _transposed(_reorder(recurrent_kernel, _HASTE_GRU, _TORCH_GRU)),
+            _reorder(bias, _HASTE_GRU, _TORCH_GRU),
+            _reorder(recurrent_bias, _HASTE_GRU, _TORCH_GRU))
+
+
+def haste_gru_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike,
+                         bias_ih: Optional[ArrayLike] = None,
+                         bias_hh: Optional[ArrayLike] = None) -> Tuple4:
+    """nn.GRU's weights (one layer, one direction) as haste's GRU's, as haste's own
+    ``from_native_weights`` converts them.
+
+    Parameters
+    ----------
+    weight_ih : array_like, [3H, I]
+        Gate blocks r, z, n.
+    weight_hh : array_like, [3H, H]
+    bias_ih, bias_hh : array_like, [3H], optional
+        None: zeros.
+
+    Returns
+    -------
+    kernel : numpy.ndarray, [I, 3H]
+        Gate blocks z, r, h.
+    recurrent_kernel : numpy.ndarray, [H, 3H]
+    bias, recurrent_bias : numpy.ndarray, [3H]
+        bias_ih and bias_hh.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`haste_lstm_to_torch`.
+
+    Examples
+    --------
+    >>> import numpy as np, cells
+    >>> kernel, recurrent_kernel, bias, recurrent_bias = cells.convert.haste_gru_from_torch(
+    ...     np.zeros((6, 3)), np.zeros((6, 2)))
+    >>> kernel.shape, recurrent_bias.shape
+    ((3, 6), (6,))
+    """
+    weight_ih, weight_hh, bias_ih, bias_hh = _arrays(
+        ("bias_ih", "bias_hh"),
+        weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
+    H = _check_torch(3, weight_ih, weight_hh, bias_ih, bias_hh)
+    return (_reorder(_transposed(weight_ih), _TORCH_GRU, _HASTE_GRU),
+            _reorder(_transposed(weight_hh), _TORCH_GRU, _HASTE_GRU),
+            _reorder(_or_zeros(bias_ih, 3 * H, weight_ih), _TORCH_GRU, _HASTE_GRU),
+            _reorder(_or_zeros(bias_hh, 3 * H, weight_ih), _TORCH_GRU, _HASTE_GRU))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -197,8 +197,8 @@ def indRnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, u: np.ndarra
     return IndRnnGrads(dLdx, dLdhI, dLdWx, dLdu, dLdb)
 
 
-def prepare(Wx: np.ndarray, u: np.ndarray, b: np.ndarray, *, n_threads: Optional[int] = None,
-            weights: Optional[str] = None) -> PreparedNet:
+def prepare(Wx: np.ndarray, u: np.ndarray, b: np.ndarray, *, zoneout: Optional[float] = None,
+            n_threads: Optional[int] = None, weights: Optional[str] = None) -> PreparedNet:
     """Prepare an IndRNN's weights for many inference calls (serving): validated and packed
     once.
 
@@ -206,6 +206,8 @@ def prepare(Wx: np.ndarray, u: np.ndarray, b: np.ndarray, *, n_threads: Optional
     ----------
     Wx, u, b
         As :func:`indRnnTimeLoop` takes them.
+    zoneout : float, optional
+        haste's zoneout in eval mode: every step's h = zoneout·hPrev + (1 - zoneout)·hNew.
     n_threads : int or None
         The threads of every call (a call's own n_threads overrides it).
     weights : None, "int8" or "bfloat16"
@@ -230,14 +232,16 @@ def prepare(Wx: np.ndarray, u: np.ndarray, b: np.ndarray, *, n_threads: Optional
     >>> h.shape, state.h.shape
     ((5, 1, 2), (1, 2))
     """
-    options = {"n_threads": threads_option(n_threads), "weights": weights_option(weights)}
+    zoneout = check.zoneout_probability(zoneout)
+    options = {"zoneout": zoneout, "n_threads": threads_option(n_threads),
+               "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, u=u, b=b)
     check.ndim("Wx", Wx, 2, "[nIn, nOut]")
     check.ndim("u", u, 1, "[nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], u.shape[0])
     _, (_, _, nIn, nOut) = _checked(x, hI, Wx, u, b)
     return prepare_net("indrnn", RnnState, options, "indrnn", nIn, nOut, Wx.dtype, Wx=Wx,
-                       b=np.ascontiguousarray(b), P=u)
+                       b=np.ascontiguousarray(b), P=u, zoneout=zoneout)
 
 
 def _checked(x, hI, Wx, u, b, optional=(), **grads):

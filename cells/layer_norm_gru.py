@@ -229,7 +229,8 @@ def layerNormGruTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.
 
 
 def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, bh: np.ndarray, gamma: np.ndarray,
-            *, n_threads: Optional[int] = None, weights: Optional[str] = None) -> PreparedNet:
+            *, zoneout: Optional[float] = None, n_threads: Optional[int] = None,
+            weights: Optional[str] = None) -> PreparedNet:
     """Prepare a LayerNorm GRU's weights for many inference calls (serving): validated and
     packed once.
 
@@ -237,6 +238,8 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, bh: np.ndarray, gamma
     ----------
     Wx, Wh, b, bh, gamma
         As :func:`layerNormGruTimeLoop` takes them.
+    zoneout : float, optional
+        haste's zoneout in eval mode: every step's h = zoneout·hPrev + (1 - zoneout)·hNew.
     n_threads : int or None
         The threads of every call (a call's own n_threads overrides it).
     weights : None, "int8" or "bfloat16"
@@ -262,14 +265,16 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, bh: np.ndarray, gamma
     >>> h.shape, state.h.shape
     ((5, 1, 2), (1, 2))
     """
-    options = {"n_threads": threads_option(n_threads), "weights": weights_option(weights)}
+    zoneout = check.zoneout_probability(zoneout)
+    options = {"zoneout": zoneout, "n_threads": threads_option(n_threads),
+               "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, Wh=Wh, b=b, bh=bh, gamma=gamma)
     check.ndim("Wh", Wh, 2, "[nOut, 3*nOut]")
     check.ndim("Wx", Wx, 2, "[nIn, 3*nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0])
     _, (_, _, nIn, nOut), P = _checked(x, Wx, Wh, b, bh, gamma, hI)
     return prepare_net("layer_norm_gru", GruState, options, "layer_norm_gru", nIn, nOut,
-                       Wx.dtype, Wx=Wx, Wh=Wh, P=P)
+                       Wx.dtype, Wx=Wx, Wh=Wh, P=P, zoneout=zoneout)
 
 
 def _checked(x, Wx, Wh, b, bh, gamma, hI, optional=(), **grads):

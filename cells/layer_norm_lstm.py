@@ -266,8 +266,8 @@ def layerNormLstmTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
 
 
 def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, gamma: np.ndarray,
-            gamma_h: np.ndarray, beta_h: np.ndarray, *, n_threads: Optional[int] = None,
-            weights: Optional[str] = None) -> PreparedNet:
+            gamma_h: np.ndarray, beta_h: np.ndarray, *, zoneout: Optional[float] = None,
+            n_threads: Optional[int] = None, weights: Optional[str] = None) -> PreparedNet:
     """Prepare a LayerNorm LSTM's weights for many inference calls (serving): validated and
     packed once.
 
@@ -275,6 +275,8 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, gamma: np.ndarray,
     ----------
     Wx, Wh, b, gamma, gamma_h, beta_h
         As :func:`layerNormLstmTimeLoop` takes them.
+    zoneout : float, optional
+        haste's zoneout in eval mode: every step's h = zoneout·hPrev + (1 - zoneout)·hNew.
     n_threads : int or None
         The threads of every call (a call's own n_threads overrides it).
     weights : None, "int8" or "bfloat16"
@@ -301,14 +303,16 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, gamma: np.ndarray,
     >>> h.shape, state.c.shape
     ((5, 1, 2), (1, 2))
     """
-    options = {"n_threads": threads_option(n_threads), "weights": weights_option(weights)}
+    zoneout = check.zoneout_probability(zoneout)
+    options = {"zoneout": zoneout, "n_threads": threads_option(n_threads),
+               "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, Wh=Wh, b=b, gamma=gamma, gamma_h=gamma_h, beta_h=beta_h)
     check.ndim("Wh", Wh, 2, "[nOut, 4*nOut]")
     check.ndim("Wx", Wx, 2, "[nIn, 4*nOut]")
     x, hI, cI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0], Wh.shape[0])
     _, (_, _, nIn, nOut), P = _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI)
     return prepare_net("layer_norm_lstm", LstmState, options, "layer_norm_lstm", nIn, nOut,
-                       Wx.dtype, Wx=Wx, Wh=Wh, P=P)
+                       Wx.dtype, Wx=Wx, Wh=Wh, P=P, zoneout=zoneout)
 
 
 def _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI, optional=(), **grads):
