@@ -10,7 +10,8 @@ with their seq_len and direction semantics, so that autograd's derivatives of it
 operators, to every order.
 
 A step function takes one step's input x [bS, nIn] and states and returns the new states, the
-output first. time_loop runs one over a sequence.
+output first. time_loop runs one over a sequence; zoned_time_loop runs one as haste's layers do
+(cells.haste: every step of every row, zoneout on the output state).
 """
 import torch
 from torch.nn import functional as F
@@ -115,6 +116,84 @@ def rnn_step(x, h, Wx, Wh, b, activation):
     return (torch.tanh(z) if activation == "tanh" else torch.relu(z),)
 
 
+def layer_norm_lstm_step(x, h, c, Wx, Wh, b, gamma, gamma_h, beta_h):
+    """One step of haste's LayerNorm LSTM (cells' layer_norm_lstm family).
+
+    Parameters
+    ----------
+    x : torch.Tensor, [bS, nIn]
+    h, c : torch.Tensor, [bS, nOut]
+        The states entering the step.
+    Wx, Wh : torch.Tensor, [nIn, 4nOut] and [nOut, 4nOut]
+        Gate blocks (i, g, f, o), haste's.
+    b : torch.Tensor, [4nOut]
+    gamma : torch.Tensor, [2, 4nOut]
+        The gains of LN(x·Wx) and LN(h·Wh).
+    gamma_h, beta_h : torch.Tensor, [nOut]
+        The gain and bias of LN(c').
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        (h', c'): v = gamma[0]∘LN(x·Wx) + gamma[1]∘LN(h·Wh) + b, c' = σ(f)∘c + σ(i)∘tanh(g),
+        h' = σ(o)∘tanh(gamma_h∘LN(c') + beta_h); LN over the whole row, epsilon 1e-5.
+    """
+    G = Wh.shape[1]
+    v = F.layer_norm(x @ Wx, (G,), gamma[0]) + F.layer_norm(h @ Wh, (G,), gamma[1]) + b
+    i, g, f, o = v.chunk(4, 1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(F.layer_norm(c, (c.shape[1],), gamma_h, beta_h)), c
+
+
+def layer_norm_gru_step(x, h, Wx, Wh, b, bh, gamma):
+    """One step of haste's LayerNorm GRU (cells' layer_norm_gru family).
+
+    Parameters
+    ----------
+    x : torch.Tensor, [bS, nIn]
+    h : torch.Tensor, [bS, nOut]
+        The state entering the step.
+    Wx, Wh : torch.Tensor, [nIn, 3nOut] and [nOut, 3nOut]
+        Gate blocks (z, r, h), haste's.
+    b, bh : torch.Tensor, [3nOut]
+        The biases added after LN(x·Wx) and LN(h·Wh).
+    gamma : torch.Tensor, [2, 3nOut]
+        The gains of LN(x·Wx) and LN(h·Wh).
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        (h',): h' = z∘h + (1 - z)∘tanh(vx_h + r∘vh_h), vx = gamma[0]∘LN(x·Wx) + b,
+        vh = gamma[1]∘LN(h·Wh) + bh, z and r the sigmoids of vx + vh in their blocks.
+    """
+    G = Wh.shape[1]
+    xz, xr, xh = (F.layer_norm(x @ Wx, (G,), gamma[0]) + b).chunk(3, 1)
+    hz, hr, hh = (F.layer_norm(h @ Wh, (G,), gamma[1]) + bh).chunk(3, 1)
+    z = torch.sigmoid(xz + hz)
+    r = torch.sigmoid(xr + hr)
+    return (z * h + (1 - z) * torch.tanh(xh + r * hh),)
+
+
+def indrnn_step(x, h, Wx, u, b):
+    """One step of the IndRNN (haste's; cells' indrnn family).
+
+    Parameters
+    ----------
+    x : torch.Tensor, [bS, nIn]
+    h : torch.Tensor, [bS, nOut]
+        The state entering the step.
+    Wx : torch.Tensor, [nIn, nOut]
+    u, b : torch.Tensor, [nOut]
+        Each unit's recurrent scale and bias.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        (h',): h' = tanh(x·Wx + b + u∘h).
+    """
+    return (torch.tanh(x @ Wx + b + u * h),)
+
+
 def time_loop(step, x, states, seq_len, forward):
     """A step function over a sequence, as cells' time loops run it.
 
@@ -156,6 +235,39 @@ def time_loop(step, x, states, seq_len, forward):
         states = tuple(torch.where(mask, n, s) for n, s in zip(new, states))
         outputs.append(torch.where(mask, new[0], 0))
     return torch.stack(outputs)[times, rows], states
+
+
+def zoned_time_loop(step, x, states, zoneout):
+    """A step function over a sequence as haste's layers run it: every row runs every step, in
+    time order, and zoneout holds part of the output state (the first) at its previous value.
+
+    Parameters
+    ----------
+    step : callable
+        step(x [bS, nIn], *states) -> new states, the output first.
+    x : torch.Tensor, [sL, bS, nIn]
+    states : tuple of torch.Tensor
+        The initial states, each [bS, n].
+    zoneout : None, float or torch.Tensor [sL, bS, n]
+        The share of the new output state at each step, z: h = hPrev + z∘(h' - hPrev), where
+        step gives h'. None: all of it (no zoneout); a float, every step's (1 - p in haste's
+        eval mode); a tensor, step t's is zoneout[t] (haste's training mask).
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        Each state at every step, [sL + 1, bS, n], the initial state first.
+    """
+    sequences = [[s] for s in states]
+    for t in range(x.shape[0]):
+        new = step(x[t], *states)
+        if zoneout is not None:
+            share = zoneout[t] if isinstance(zoneout, torch.Tensor) else zoneout
+            new = (states[0] + share * (new[0] - states[0]), *new[1:])
+        for sequence, s in zip(sequences, new):
+            sequence.append(s)
+        states = new
+    return tuple(torch.stack(sequence) for sequence in sequences)
 
 
 def gru(x, hI, Wx, Wh, b, seq_len, forward):

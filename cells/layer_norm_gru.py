@@ -223,9 +223,7 @@ def layerNormGruTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.
     dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, _ = backend.calls.haste_backward(
         "layer_norm_gru", dims, x, Wx, Wh, None, P, hI, None, saved, dLdh, None, dLdhLast,
         None, resolve_n_threads(n_threads, dims), lengths, fwd, zone, input_grad)
-    G = GATES * nOut
-    return LayerNormGruGrads(dLdx, dLdWx, dLdWh, dLdP[:G], dLdP[G:2 * G],
-                             dLdP[2 * G:].reshape(2, G), dLdhI)
+    return LayerNormGruGrads(dLdx, dLdWx, dLdWh, *param_grads(dLdP, nOut), dLdhI)
 
 
 def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, bh: np.ndarray, gamma: np.ndarray,
@@ -278,8 +276,7 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, bh: np.ndarray, gamma
 
 
 def _checked(x, Wx, Wh, b, bh, gamma, hI, optional=(), **grads):
-    """Check the arguments; return (backend, dims, P), P [12nOut] the time loop's: b, bh,
-    gamma's rows (include/cells/layer_norm_impl.h)."""
+    """Check the arguments; return (backend, dims, P), P the time loop's (loop_params)."""
     backend = check.real_arrays(optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, bh=bh, gamma=gamma,
                                 hI=hI, **grads)
     check.ndim("x", x, 3, "[sL, bS, nIn]")
@@ -294,5 +291,18 @@ def _checked(x, Wx, Wh, b, bh, gamma, hI, optional=(), **grads):
     check.shape("bh", bh, (G,), "[3*nOut]")
     check.shape("gamma", gamma, (2, G), "[2, 3*nOut]")
     check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "3*nOut": G})
-    P = _backend.array_module(x).concatenate([b, bh, gamma.ravel()])
-    return backend, (sL, bS, nIn, nOut), P
+    return backend, (sL, bS, nIn, nOut), loop_params(b, bh, gamma)
+
+
+def loop_params(b, bh, gamma):
+    """The time loop's P [12nOut] of the parameters (include/cells/layer_norm_impl.h): b, bh,
+    gamma's rows."""
+    return _backend.array_module(b).concatenate([b, bh, gamma.ravel()])
+
+
+def param_grads(dLdP, nOut):
+    """(dLdb, dLdbh, dLdgamma), new arrays, from the time loop's dL/dP."""
+    G = GATES * nOut
+    dLdb, dLdbh, dLdgamma = (a.copy() for a in
+                             _backend.array_module(dLdP).split(dLdP, [G, 2 * G]))
+    return dLdb, dLdbh, dLdgamma.reshape(2, G)

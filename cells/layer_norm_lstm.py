@@ -260,9 +260,7 @@ def layerNormLstmTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, dLdcI = backend.calls.haste_backward(
         "layer_norm_lstm", dims, x, Wx, Wh, None, P, hI, cI, saved, dLdh, dLdc, dLdhL, dLdcL,
         resolve_n_threads(n_threads, dims), lengths, fwd, zone, input_grad)
-    G = GATES * nOut
-    return LayerNormLstmGrads(dLdx, dLdWx, dLdWh, dLdP[:G], dLdP[G:3 * G].reshape(2, G),
-                              dLdP[3 * G:3 * G + nOut], dLdP[3 * G + nOut:], dLdhI, dLdcI)
+    return LayerNormLstmGrads(dLdx, dLdWx, dLdWh, *param_grads(dLdP, nOut), dLdhI, dLdcI)
 
 
 def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, gamma: np.ndarray,
@@ -316,8 +314,7 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, gamma: np.ndarray,
 
 
 def _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI, optional=(), **grads):
-    """Check the arguments; return (backend, dims, P), P [14nOut] the time loop's: b, gamma's
-    rows, gamma_h, beta_h (include/cells/layer_norm_impl.h)."""
+    """Check the arguments; return (backend, dims, P), P the time loop's (loop_params)."""
     backend = check.real_arrays(optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, gamma=gamma,
                                 gamma_h=gamma_h, beta_h=beta_h, hI=hI, cI=cI, **grads)
     check.ndim("x", x, 3, "[sL, bS, nIn]")
@@ -334,5 +331,19 @@ def _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI, optional=(), **grads)
     check.shape("gamma_h", gamma_h, (nOut,), "[nOut]")
     check.shape("beta_h", beta_h, (nOut,), "[nOut]")
     check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "4*nOut": G})
-    P = _backend.array_module(x).concatenate([b, gamma.ravel(), gamma_h, beta_h])
-    return backend, (sL, bS, nIn, nOut), P
+    return backend, (sL, bS, nIn, nOut), loop_params(b, gamma, gamma_h, beta_h)
+
+
+def loop_params(b, gamma, gamma_h, beta_h):
+    """The time loop's P [14nOut] of the parameters (include/cells/layer_norm_impl.h): b,
+    gamma's rows, gamma_h, beta_h."""
+    return _backend.array_module(b).concatenate([b, gamma.ravel(), gamma_h, beta_h])
+
+
+def param_grads(dLdP, nOut):
+    """(dLdb, dLdgamma, dLdgamma_h, dLdbeta_h), new arrays, from the time loop's dL/dP."""
+    G = GATES * nOut
+    dLdb, dLdgamma, dLdgamma_h, dLdbeta_h = (a.copy() for a in
+                                             _backend.array_module(dLdP).split(
+                                                 dLdP, [G, 3 * G, 3 * G + nOut]))
+    return dLdb, dLdgamma.reshape(2, G), dLdgamma_h, dLdbeta_h

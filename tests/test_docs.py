@@ -27,16 +27,17 @@ MODULES = [f"cells.{family}" for family in _families.FAMILIES] + [
     "cells.onnx",
     "cells.cuda",
     "cells.torch",
+    "cells.haste",
 ]
-NEEDS = {"cells.torch": "torch", "cells.convert": "torch"}
+NEEDS = {"cells.torch": "torch", "cells.haste": "torch", "cells.convert": "torch"}
 
 
 def public_names():
     """Every public name: cells' __all__, the families' prepare, and the submodules' __all__."""
     names = [f"cells.{n}" for n in cells.__all__]
     names += [f"cells.{f}.prepare" for f in _families.FAMILIES]
-    for module in ("convert", "onnx", "cuda", "torch"):
-        if module == "torch":
+    for module in ("convert", "onnx", "cuda", "torch", "haste"):
+        if module in ("torch", "haste"):
             pytest.importorskip("torch")
         m = importlib.import_module(f"cells.{module}")
         names += [f"cells.{module}.{n}" for n in m.__all__]
