@@ -1,15 +1,17 @@
 """haste's layers on the CPU: cells' LayerNorm LSTM training step against cells' plain LSTM, a
 PyTorch step loop, and itself with zoneout and DropConnect.
 
-The issue's targets, each a ratio of medians from one alternated run (harness.time_alternating):
-- ln/lstm: a LayerNorm LSTM training step within 1.3x of cells' plain LSTM at the same shape;
-- torch/ln: at least 5x faster than a PyTorch step loop built from nn.LayerNorm and matrix
-  products (how users run the layer on a CPU today; autograd for the backward);
-- reg/ln - 1: zoneout (a Bernoulli mask drawn per call, as haste draws it) and DropConnect (the
-  recurrent kernel dropped and rescaled per call, its gradient masked) under 10% of a step.
+The contenders, each a training step (the forward with its workspace, the backward of
+loss = Σ h), float32, x ~ U(-1, 1), weights U(-1/sqrt(H), 1/sqrt(H)), T = 100, I = H:
+- lstm, ln: cells' plain LSTM and LayerNorm LSTM (the NumPy functions);
+- haste, haste+reg: cells.haste.LayerNormLSTM in training mode, without and with zoneout 0.1
+  and DropConnect 0.1 (the mask and the dropped kernel drawn per call, as haste draws them);
+- torch: a PyTorch LayerNorm LSTM as users write one: nn.LayerNorm modules and matrix products
+  in a Python step loop, autograd for the backward.
 
-A training step is the forward with its workspace and the backward of loss = Σ h, float32,
-x ~ U(-1, 1), weights U(-1/sqrt(H), 1/sqrt(H)), T = 100, I = H.
+The issue's targets, each a ratio of medians from one alternated run (harness.time_alternating):
+ln/lstm within 1.3; torch/haste at least 5 (module against module); haste+reg/haste - 1 under
+10%.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. python benchmarks/haste.py
     python benchmarks/haste.py --batches 1 --hidden 256 --threads 1 --repeats 3
@@ -54,26 +56,41 @@ def cells_lstm(lstm, dLdh, threads):
     return Contender("lstm", run)
 
 
-def cells_layer_norm(ln, dLdh, threads, regularised=False, seed=1):
-    """cells' LayerNorm LSTM training step; `regularised`: with a zoneout mask and a dropped
-    recurrent kernel drawn per call."""
-    rng = np.random.default_rng(seed)
+def cells_layer_norm(ln, dLdh, threads):
+    """cells' LayerNorm LSTM training step."""
+    args = tuple(ln.values())
 
     def run():
-        args, zoneout, keep = dict(ln), None, None
-        if regularised:
-            T, B, H = dLdh.shape
-            zoneout = (rng.random((T, B, H), np.float32) >= ZONEOUT).astype(np.float32)
-            keep = (rng.random(ln["Wh"].shape, np.float32) >= DROPOUT) / np.float32(1 - DROPOUT)
-            args["Wh"] = ln["Wh"] * keep
-        values = tuple(args.values())
-        ws = cells.layerNormLstmTimeLoop(*values, zoneout=zoneout, return_workspace=True,
+        ws = cells.layerNormLstmTimeLoop(*args, return_workspace=True,
                                          n_threads=threads).workspace
-        grads = cells.layerNormLstmTimeLoopBp(*values, dLdh, workspace=ws, zoneout=zoneout,
-                                              n_threads=threads)
-        return grads.dLdWh if keep is None else grads.dLdWh * keep
+        return cells.layerNormLstmTimeLoopBp(*args, dLdh, workspace=ws, n_threads=threads).dLdWh
 
-    return Contender("ln+reg" if regularised else "ln", run)
+    return Contender("ln", run)
+
+
+def haste_module(torch, ln, dLdh, threads, regularised):
+    """cells.haste.LayerNormLSTM's training step, with zoneout and DropConnect or without."""
+    import cells.haste
+    H = ln["hI"].shape[1]
+    rate = ZONEOUT if regularised else 0.0
+    layer = cells.haste.LayerNormLSTM(H, H, zoneout=rate, dropout=DROPOUT if regularised else 0.0)
+    with torch.no_grad():
+        for name, value in (("kernel", ln["Wx"]), ("recurrent_kernel", ln["Wh"]),
+                            ("bias", ln["b"])):
+            getattr(layer, name).copy_(torch.from_numpy(value))
+    x = torch.from_numpy(ln["x"])
+    state = tuple(torch.from_numpy(ln[k])[None] for k in ("hI", "cI"))
+    grad = torch.from_numpy(dLdh)
+
+    def run():
+        output, _ = layer(x, state)
+        output.backward(grad)
+        dWh = layer.recurrent_kernel.grad
+        layer.zero_grad(set_to_none=True)
+        return dWh.numpy()
+
+    return Contender("haste+reg" if regularised else "haste", run,
+                     lambda: _torch_threads(torch, threads))
 
 
 def torch_layer_norm(torch, ln, dLdh, threads):
@@ -115,10 +132,13 @@ def main(argv=None):
     parser.add_argument("--out", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     torch = optional_torch()
+    if torch is None:
+        raise SystemExit("benchmarks/haste.py needs torch (cells.haste and the step loop)")
     print(f"cells from {cells.__file__}")
     print(f"T={args.steps}, I=H, float32, training step; medians of {args.repeats} samples (ms)")
-    print(f"{'B':>3} {'H':>4} {'thr':>3} {'lstm':>9} {'ln':>9} {'ln+reg':>9} {'torch':>9}"
-          f" {'ln/lstm':>8} {'torch/ln':>8} {'reg/ln-1':>8}")
+    names = ("lstm", "ln", "haste", "haste+reg", "torch")
+    print(f"{'B':>3} {'H':>4} {'thr':>3} " + " ".join(f"{n:>9}" for n in names)
+          + f" {'ln/lstm':>8} {'torch/hst':>9} {'reg':>7}")
     rows = []
     for H in args.hidden:
         for B in args.batches:
@@ -126,20 +146,20 @@ def main(argv=None):
             for threads in args.threads:
                 contenders = [cells_lstm(lstm, dLdh, threads),
                               cells_layer_norm(ln, dLdh, threads),
-                              cells_layer_norm(ln, dLdh, threads, regularised=True)]
-                if torch is not None:
-                    contenders.append(torch_layer_norm(torch, ln, dLdh, threads))
+                              haste_module(torch, ln, dLdh, threads, False),
+                              haste_module(torch, ln, dLdh, threads, True),
+                              torch_layer_norm(torch, ln, dLdh, threads)]
                 samples, _ = time_alternating(contenders, repeats=args.repeats)
                 ms = {name: 1e3 * median(s) for name, s in samples.items()}
                 row = dict(B=B, H=H, threads=threads, **ms,
                            ln_over_lstm=ms["ln"] / ms["lstm"],
-                           torch_over_ln=ms.get("torch", np.nan) / ms["ln"],
-                           regularisation=ms["ln+reg"] / ms["ln"] - 1)
+                           torch_over_haste=ms["torch"] / ms["haste"],
+                           regularisation=ms["haste+reg"] / ms["haste"] - 1)
                 rows.append(row)
-                print(f"{B:>3} {H:>4} {threads:>3} {ms['lstm']:>9.2f} {ms['ln']:>9.2f} "
-                      f"{ms['ln+reg']:>9.2f} {ms.get('torch', np.nan):>9.2f} "
-                      f"{row['ln_over_lstm']:>8.2f} {row['torch_over_ln']:>8.1f} "
-                      f"{row['regularisation']:>+8.1%}", flush=True)
+                print(f"{B:>3} {H:>4} {threads:>3} "
+                      + " ".join(f"{ms[n]:>9.2f}" for n in names)
+                      + f" {row['ln_over_lstm']:>8.2f} {row['torch_over_haste']:>9.1f}"
+                      f" {row['regularisation']:>+7.1%}", flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"environment": environment(), "rows": rows}, f, indent=1)

@@ -113,8 +113,13 @@ cdef inline void zoneout_units(Py_ssize_t n, const real *zone, bint per_unit,
     """Zoneout: h = hPrev + zone∘(h - hPrev), zone [n] (or one value for all n where not
     per_unit)."""
     cdef Py_ssize_t j
-    for j in range(n):
-        h[j] = hPrev[j] + zone[j if per_unit else 0] * (h[j] - hPrev[j])
+    cdef real z = zone[0]
+    if per_unit:
+        for j in range(n):
+            h[j] = hPrev[j] + zone[j] * (h[j] - hPrev[j])
+    else:
+        for j in range(n):
+            h[j] = hPrev[j] + z * (h[j] - hPrev[j])
 
 
 cdef inline void zoneout_grad_units(Py_ssize_t n, const real *zone, bint per_unit,
@@ -123,9 +128,11 @@ cdef inline void zoneout_grad_units(Py_ssize_t n, const real *zone, bint per_uni
     gradient at the step's new state, and direct (1 - zone)∘dL/dh, the part that goes to hPrev
     unchanged."""
     cdef Py_ssize_t j
-    cdef real total, z
+    cdef real z
+    if dLdh != NULL:
+        for j in range(n):
+            dh[j] += dLdh[j]
     for j in range(n):
-        total = dh[j] + (dLdh[j] if dLdh != NULL else 0)
         z = zone[j if per_unit else 0]
-        dh[j] = z * total
-        direct[j] = total - z * total
+        direct[j] = dh[j] - z * dh[j]
+        dh[j] = z * dh[j]
