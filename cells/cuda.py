@@ -1,8 +1,10 @@
 """The GPU backend's kernels: their sources, NVRTC compilation, and how they are launched.
 
-One small CUDA source per family (cells/kernels/gru.cu, lstm.cu, lltm.cu, rnn.cu) defines the
-kernels of cells/kernels/kernels.cuh: one phase of one time step for every (batch row, unit)
-element, calling the family's step from include/cells/ (the same code as the CPU time loop).
+One small CUDA source per family or two (cells/kernels/gru.cu, lstm.cu, lltm.cu, rnn.cu,
+layer_norm.cu, indrnn.cu) defines the kernels of cells/kernels/kernels.cuh: one phase of one
+time step for every (batch row, unit) element, or for every batch row where the family's step
+reduces across a row (the LayerNorm cells), calling the family's step from include/cells/ (the
+same code as the CPU time loop).
 Each is compiled for float and double, and runs in one of two ways:
 
   - on a device, compiled by NVRTC through CuPy (`device_launcher`);
@@ -43,10 +45,8 @@ KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 
 # The families' kernels, from the compiled table (include/cells/family_rows.h): the source
 # that defines them (cells/kernels/<source>.cu) and the kernels of each (kernels.cuh: "_b",
-# the second phase of a family with two). The families whose dL/dP only the CPU's steps sum
-# (param_grad "steps") have no kernels yet (cells/_gpu.py refuses them).
-GPU_FAMILIES = [name for name in _time_loop.FAMILIES
-                if _time_loop.family(name).param_grad != "steps"]
+# the second phase of a family with two). Every family has them.
+GPU_FAMILIES = list(_time_loop.FAMILIES)
 KERNEL_SOURCES = {name: _time_loop.family(name).source for name in GPU_FAMILIES}
 KERNEL_PHASES = {
     name: ("forward", "backward") + (("forward_b", "backward_b")
@@ -126,7 +126,7 @@ def kernel_source(source: str) -> str:
     Parameters
     ----------
     source : str
-        "gru", "lstm", "lltm" or "rnn".
+        "gru", "lstm", "lltm", "rnn", "layer_norm" or "indrnn".
 
     Returns
     -------
@@ -216,10 +216,10 @@ def compile_kernels(arch: str = "sm_90") -> List[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Launchers: launch(family, phase, dtype, n, args) runs a kernel on n elements (one thread
-# each). args are the kernel's parameters in order: arrays of the launcher's kind, None (NULL),
-# and numpy scalars typed as the parameters (np.int64: long long, np.int32: int, np.float64:
-# double).
+# Launchers: launch(family, phase, dtype, n, args) runs a kernel on n threads (one per
+# element, or per batch row for a row_reduction family: cells/_gpu.py's _threads). args are
+# the kernel's parameters in order: arrays of the launcher's kind, None (NULL), and numpy
+# scalars typed as the parameters (np.int64: long long, np.int32: int, np.float64: double).
 # ---------------------------------------------------------------------------------------------
 
 THREADS_PER_BLOCK = 256
@@ -256,20 +256,21 @@ class DeviceLauncher:
         return module.get_function(name)
 
     def launch(self, family: str, phase: str, dtype: np.dtype, n: int, args: Sequence) -> None:
-        """Run one phase of a family's kernel over n elements.
+        """Run one phase of a family's kernel on n threads.
 
         Parameters
         ----------
         family : str
             A key of KERNEL_SOURCES ("gru_reset_before", "gru_linear_before_reset", "lstm", "lltm",
-            "rnn").
+            "rnn", "layer_norm_lstm", "layer_norm_gru", "indrnn").
         phase : str
             A phase of KERNEL_PHASES[family] ("forward", "backward", and the reset-before GRU's
             "forward_b", "backward_b").
         dtype : numpy.dtype
             float32 or float64.
         n : int
-            The elements (batch rows × units); 0 launches nothing.
+            The threads: elements (batch rows × units), or batch rows for a row_reduction
+            family; 0 launches nothing.
         args : sequence
             The kernel's arguments: arrays, NumPy scalars, or None for a null pointer.
         """
@@ -332,20 +333,21 @@ class CpuLauncher:
         return self._CTYPES[a.dtype](a)
 
     def launch(self, family: str, phase: str, dtype: np.dtype, n: int, args: Sequence) -> None:
-        """Run one phase of a family's kernel over n elements.
+        """Run one phase of a family's kernel on n threads.
 
         Parameters
         ----------
         family : str
             A key of KERNEL_SOURCES ("gru_reset_before", "gru_linear_before_reset", "lstm", "lltm",
-            "rnn").
+            "rnn", "layer_norm_lstm", "layer_norm_gru", "indrnn").
         phase : str
             A phase of KERNEL_PHASES[family] ("forward", "backward", and the reset-before GRU's
             "forward_b", "backward_b").
         dtype : numpy.dtype
             float32 or float64.
         n : int
-            The elements (batch rows × units); 0 launches nothing.
+            The threads: elements (batch rows × units), or batch rows for a row_reduction
+            family; 0 launches nothing.
         args : sequence
             The kernel's arguments: arrays, NumPy scalars, or None for a null pointer.
         """

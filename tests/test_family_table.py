@@ -26,6 +26,11 @@ def test_a_family_has_two_phases_exactly_where_some_blocks_multiply_aux(name):
     assert fam.recurrent_product or fam.aux_grad_block < 0  # no dL/dWh to keep in aux
 
 
+def test_the_gpu_backend_has_kernels_for_every_family():
+    assert cuda.GPU_FAMILIES == NAMES
+    assert list(cuda.KERNEL_SOURCES) == list(cuda.KERNEL_PHASES) == NAMES
+
+
 @pytest.mark.parametrize("name", cuda.GPU_FAMILIES)
 def test_the_kernels_source_defines_the_familys_kernels(name):
     """cells.cuda's KERNEL_SOURCES names a source that instantiates the family's row, and

@@ -184,14 +184,6 @@ def test_shapes_are_checked_with_the_argument_named():
         cells.indRnnTimeLoop(*dict(i, u=i["u"].astype(np.float32)).values())
 
 
-def test_the_gpu_backend_refuses_what_it_does_not_run():
-    from cells import _gpu
-    with pytest.raises(NotImplementedError, match="does not run the layer_norm_lstm family"):
-        _gpu._refuse("layer_norm_lstm")
-    with pytest.raises(NotImplementedError, match="does not run zoneout"):
-        _gpu._refuse("lstm", zoneout=np.ones(1))
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_prepared_net_runs_zoneout_in_eval_mode(family):
     """prepare(zoneout=p): each step's h = p·hPrev + (1 - p)·hNew, the time loop's zoneout=p,

@@ -1,19 +1,33 @@
 /* The time step kernels of one cell family, included by its source (cells/kernels/<source>.cu)
  * after it has defined CELLS_FAMILY_ROW, the family's row (include/cells/family_rows.h:
  * CELLS_FAMILY_LSTM), and included the header of its steps. The row's fields become
- * CELLS_GATES, CELLS_H_BLOCKS, CELLS_PHASES, CELLS_CELL_STATE, CELLS_AUX, CELLS_AUX_KEPT and
- * CELLS_PARAM_BLOCKS here; its name and steps name the kernels and the steps they call.
+ * CELLS_GATES, CELLS_H_BLOCKS, CELLS_PHASES, CELLS_CELL_STATE, CELLS_AUX, CELLS_AUX_KEPT,
+ * CELLS_PARAM_BLOCKS, CELLS_ROW_REDUCTION and CELLS_RECURRENT_PRODUCT here; its name and steps
+ * name the kernels and the steps they call.
  * It defines, for float (suffix _f) and double (_d), the kernels
  *   cells_kernel_<name>_forward_<dtype>, cells_kernel_<name>_backward_<dtype> and, for a
  *   family with two phases, cells_kernel_<name>_forward_b_<dtype>, ..._backward_b_<dtype>:
- * one phase of one loop step t for every (batch row, unit) element, one thread each (bS·nOut
- * threads; no shared memory, no synchronisation). cells/_gpu.py runs the products between them
- * and documents every buffer; the indexing is that of the CPU time loop (cells/_time_loop.pyx,
- * cells/_loop.pxd). A thread gathers its element's values of every gate block, calls the
- * family's step for one unit (n = nOut = 1: the gate blocks of its local arrays are one apart)
- * and scatters the results, so that the buffers are laid out for the products rather than for
- * the steps, and so that no two threads add into one element (the steps' dP is local and
- * discarded: cells/_gpu.py computes the parameter gradients as reductions after the loop).
+ * one phase of one loop step t, in one of two shapes (no shared memory, no synchronisation).
+ * cells/_gpu.py runs the products between them and documents every buffer; the indexing is
+ * that of the CPU time loop (cells/_time_loop.pyx, cells/_loop.pxd).
+ *
+ *  - Per element (most families): one thread per (batch row, unit) element, bS·nOut threads.
+ *    A thread gathers its element's values of every gate block, calls the family's step for
+ *    one unit (n = nOut = 1: the gate blocks of its local arrays are one apart) and scatters
+ *    the results, so that the buffers are laid out for the products rather than for the
+ *    steps, and so that no two threads add into one element. The steps' dP is local and
+ *    discarded (cells/_gpu.py computes those parameter gradients as reductions after the
+ *    loop), except for a family whose param_grad is STEPS (IndRNN): there each thread adds its
+ *    element's dL/dP into its own elements of a per-row accumulator dP [bS, param_blocks·nOut].
+ *  - Per row (row_reduction: the LayerNorm cells, whose steps reduce across a row's units):
+ *    one thread per batch row, bS threads, calling the step with n = nOut on pointers into the
+ *    row's arrays (the buffers hold a row's gate blocks side by side, as the steps read them),
+ *    and adding dL/dP into the row's own accumulator dP [bS, param_blocks·nOut]. Simple and
+ *    correct, not fast: a thread walks 4·nOut values several times per step. The fast shape
+ *    would be a block of threads per row, the means and variances reduced in shared memory.
+ *
+ * Both run zoneout (zone: NULL, one share for all elements, or one per element and step) after
+ * a step's last phase, and the backward adds dLdc (every step's dL/dc) to the carried dc.
  */
 #ifndef CELLS_KERNELS_ONCE
 #define CELLS_KERNELS_ONCE
@@ -53,6 +67,12 @@ static __device__ __forceinline__ bool cells_element(long long bS, long long nOu
     return e < bS * nOut;
 }
 
+/* The batch row of the calling thread (one thread per row); false for the threads past bS. */
+static __device__ __forceinline__ bool cells_row_thread(long long bS, long long *row) {
+    *row = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    return *row < bS;
+}
+
 /* How many steps a batch row runs (cells/_loops.pxd's row_len). */
 static __device__ __forceinline__ long long cells_row_len(const long long *seq_len,
                                                           long long row, long long sL) {
@@ -69,16 +89,20 @@ static __device__ __forceinline__ long long cells_row_len(const long long *seq_l
 #define CELLS_AUX CELLS_FAMILY_AUX(CELLS_FAMILY_ROW)
 #define CELLS_AUX_KEPT CELLS_FAMILY_AUX_KEPT(CELLS_FAMILY_ROW)
 #define CELLS_PARAM_BLOCKS CELLS_FAMILY_PARAM_BLOCKS(CELLS_FAMILY_ROW)
+#define CELLS_ROW_REDUCTION CELLS_FAMILY_ROW_REDUCTION(CELLS_FAMILY_ROW)
+#define CELLS_RECURRENT_PRODUCT CELLS_FAMILY_RECURRENT_PRODUCT(CELLS_FAMILY_ROW)
 #define CELLS_KERNEL_FORWARD CELLS_CAT(CELLS_FAMILY_STEPS(CELLS_FAMILY_ROW), _forward)
 #define CELLS_KERNEL_BACKWARD CELLS_CAT(CELLS_FAMILY_STEPS(CELLS_FAMILY_ROW), _backward)
 #define CELLS_KERNEL_FORWARD_B CELLS_CAT(CELLS_FAMILY_STEPS(CELLS_FAMILY_ROW), _forward_b)
 #define CELLS_KERNEL_BACKWARD_B CELLS_CAT(CELLS_FAMILY_STEPS(CELLS_FAMILY_ROW), _backward_b)
 
-/* The kernels run a step on one unit: a step that reduces across a row's units, or a
- * recurrence without a product by Wh, needs kernels of another shape (family_rows.h). */
-#if CELLS_FAMILY_ROW_REDUCTION(CELLS_FAMILY_ROW) \
-    || !CELLS_FAMILY_RECURRENT_PRODUCT(CELLS_FAMILY_ROW)
-#error "the GPU kernels support neither row_reduction nor a family without recurrent_product"
+/* The per-element kernels hold one unit's aux (a value, not blocks of them); the per-row
+ * kernels run one phase. */
+#if !CELLS_ROW_REDUCTION && CELLS_AUX > 1
+#error "the per-element GPU kernels hold at most one block of aux"
+#endif
+#if CELLS_ROW_REDUCTION && CELLS_PHASES != 1
+#error "the per-row GPU kernels run a family of one phase"
 #endif
 
 #define REAL float
@@ -102,6 +126,8 @@ static __device__ __forceinline__ long long cells_row_len(const long long *seq_l
 #undef CELLS_AUX
 #undef CELLS_AUX_KEPT
 #undef CELLS_PARAM_BLOCKS
+#undef CELLS_ROW_REDUCTION
+#undef CELLS_RECURRENT_PRODUCT
 #undef CELLS_KERNEL_FORWARD
 #undef CELLS_KERNEL_BACKWARD
 #undef CELLS_KERNEL_FORWARD_B
