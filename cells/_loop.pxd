@@ -39,6 +39,10 @@ cdef struct Loop:
     int n_threads               # the parts (threads) to run on; each owns a block of the units,
     bint rows_split             # or, where this is set, a block of the batch rows and every
                                 # unit (splits_rows)
+    bint row_steps              # where the units split for a family whose step reduces across
+                                # a row (row_reduction): each part still runs the steps of a
+                                # block of whole rows, meeting the others between its products
+                                # and its steps
     Py_ssize_t unit_align       # a part's block of the units starts at a multiple of this
     const Prepared *prepared    # a prepared net's weights, or NULL: the call packs its own
     cells_claims *claims        # a prepared net's call: the tasks its parts claim, `tasks`

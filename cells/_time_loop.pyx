@@ -36,8 +36,11 @@ overwrites its gates once the step has read them: a training step takes no memor
 the forward's workspace.
 
 A family whose step reduces across a row's units (LayerNorm cells: the table's row_reduction)
-runs the row split at every size (whole_rows): each thread owns whole rows, and no reduction
-crosses threads. A family with no recurrent product (IndRNN: recurrent_product 0) has no
+runs its steps on whole rows, and no reduction crosses threads: where the units split
+(L.row_steps), each part multiplies its units' columns for every row, meets the others, then
+runs the steps of its block of the rows (step_share), and meets them again before the next
+product; its backward sums dL/db and dL/dP over its own rows, as the row split does. A prepared
+net of such a family splits the rows at every size (whole_rows). A family with no recurrent product (IndRNN: recurrent_product 0) has no
 op(Wh): neither pass multiplies by it, and there is no dL/dWh.
 
 Zoneout (L.zone): after each step, h = hPrev + zone∘(hNew - hPrev), for any family whose output
@@ -182,14 +185,13 @@ cdef struct Share:
 
 
 cdef inline Share part_share(const Loop *L, cells_part me) noexcept nogil:
-    """Part me's share of L: a block of the batch rows and every unit where L.rows_split, else
-    every row and a block of the units (and of the state columns)."""
+    """Part me's share of L's products (and, unless L.row_steps, of its steps): a block of the
+    batch rows and every unit where L.rows_split, else every row and a block of the units (and
+    of the state columns)."""
     cdef Share s
     cdef Units units, states
     if L.rows_split:
-        s.r0 = part_start(L.bS, me.part, me.nparts, 1)
-        s.r1 = part_start(L.bS, me.part + 1, me.nparts, 1)
-        s.j0, s.n, s.s0, s.ns = 0, L.nOut, 0, L.nState
+        s = row_share(L, me)
     else:
         units = part_units(me, L.nOut, L.unit_align)
         states = part_units(me, L.nState, L.unit_align)
@@ -199,10 +201,32 @@ cdef inline Share part_share(const Loop *L, cells_part me) noexcept nogil:
     return s
 
 
+cdef inline Share row_share(const Loop *L, cells_part me) noexcept nogil:
+    """Part me's block of the batch rows, every unit and state column."""
+    cdef Share s
+    s.r0 = part_start(L.bS, me.part, me.nparts, 1)
+    s.r1 = part_start(L.bS, me.part + 1, me.nparts, 1)
+    s.j0, s.n, s.s0, s.ns = 0, L.nOut, 0, L.nState
+    return s
+
+
+cdef inline Share step_share(const Loop *L, cells_part me) noexcept nogil:
+    """Part me's share of L's steps: whole rows where L.row_steps, else its share of the
+    products."""
+    return row_share(L, me) if L.row_steps else part_share(L, me)
+
+
 cdef inline void meet_over_units(const Loop *L, cells_part me) noexcept nogil:
     """The barrier where the threads split the units (a product then reads columns that other
     threads wrote); none where they split the rows (each thread's rows are its own)."""
     if not L.rows_split:
+        cells_barrier(me)
+
+
+cdef inline void meet_for_row_steps(const Loop *L, cells_part me) noexcept nogil:
+    """The barrier where the products split the units and the steps the rows (L.row_steps):
+    a step then reads every unit of its rows, which the other threads' products wrote."""
+    if L.row_steps:
         cells_barrier(me)
 
 
@@ -292,7 +316,9 @@ cdef struct Task:
     # A share of the forward's work and the weights it multiplies: a part's own (its packed
     # columns), or one a prepared net's call claims (views of whole panels), with the room of
     # the part that runs it for the rows it converts (int8 or bfloat16 weights; else NULL).
-    Share s
+    # s: the share of the products; steps: that of the steps (s, but whole rows where
+    # L.row_steps).
+    Share s, steps
     PackedWeights wx, wh, wproj
     RowScratch *scratch
 
@@ -306,6 +332,7 @@ cdef inline Task prepared_task(const Loop *L, cells_part me, Py_ssize_t task, Py
     part.part, part.nparts = task, tasks
     cdef Task w
     w.s = part_share(L, part)
+    w.steps = w.s
     w.scratch = L.row_scratch + me.part if L.row_scratch != NULL else NULL
     w.wx = panel_columns(&zero, L.prepared.wx, w.s.j0, w.s.n)
     w.wh = panel_columns(&zero, L.prepared.wh, w.s.j0, w.s.n)
@@ -327,28 +354,69 @@ cdef inline bint has_stage(const Loop *L, int stage) noexcept nogil:
 
 cdef void forward_stage(const Loop *L, const Task *w, Py_ssize_t t, int stage,
                         real zero) noexcept nogil:
-    """Stage `stage` of loop step t for w's rows [r0, r1), units [j0, j0 + n) and state
-    columns [s0, s0 + ns); the step's last stage ends with its rows' outputs and next states
-    (end_step)."""
-    cdef Py_ssize_t nOut = L.nOut, nState = L.nState, r0 = w.s.r0
-    cdef real *hnxt = state_leaving(<real *>L.hs, t, L.bS * nState)
-    if stage == PROJECTION:
-        multiply(w.s.r1 - r0, <real *>L.ms + r0 * nOut, nOut, w.wproj, 0, 1, 0, NULL,
-                 hnxt + r0 * nState + w.s.s0, nState, w.scratch)
-    else:
-        forward_phase(L, w, t, stage, zero)
-    if stage == last_stage(L):
-        end_step(L, w, t, zero)
+    """Stage `stage` of loop step t for a share whose products and steps are the same (a
+    prepared net's task): its products, then its steps."""
+    stage_products(L, w, t, stage, zero)
+    stage_steps(L, w, t, stage, zero)
 
 
-cdef void forward_phase(const Loop *L, const Task *w, Py_ssize_t t, int phase,
-                        real zero) noexcept nogil:
-    """Phase `phase` (PHASE_0, PHASE_1) of loop step t for w's share: PHASE_0 starts with the
-    input projection where a chunk of steps starts; then the state (PHASE_1: aux) times the
-    phase's gate blocks of op(Wh), and the family's step for every row that runs."""
+cdef struct Chunk:
+    # The input projection's chunk of loop step t: its loop steps [t0, t1), tau0 its first
+    # time index; first: the time index at gx's start (0 where gx holds every step).
+    Py_ssize_t t0, t1, tau0, first
+
+
+cdef inline Chunk projection_chunk(const Loop *L, Py_ssize_t t) noexcept nogil:
+    """The input projection's chunk that loop step t belongs to."""
+    cdef Chunk c
+    c.t0 = t - t % L.chunk_steps
+    c.t1 = min(L.sL, c.t0 + L.chunk_steps)
+    c.tau0 = c.t0 if L.forward else L.sL - c.t1
+    c.first = 0 if L.gx_steps == L.sL else c.tau0
+    return c
+
+
+cdef void stage_products(const Loop *L, const Task *w, Py_ssize_t t, int stage,
+                         real zero) noexcept nogil:
+    """The products of stage `stage` of loop step t for w.s's rows [r0, r1), units
+    [j0, j0 + n) and state columns [s0, s0 + ns): PHASE_0 starts with the input projection
+    where a chunk of steps starts; then the state (PHASE_1: aux) times the phase's gate blocks
+    of op(Wh); PROJECTION: the output m times Wproj, the next state."""
     cdef cells_family_info fam = cells_families[L.family]
-    cdef Py_ssize_t sL = L.sL, bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
-    cdef Py_ssize_t r0 = w.s.r0, r1 = w.s.r1, j0 = w.s.j0, row, at
+    cdef Py_ssize_t bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
+    cdef Py_ssize_t r0 = w.s.r0, r1 = w.s.r1, j0 = w.s.j0
+    cdef real *gh = <real *>L.gh
+    cdef Py_ssize_t A = fam.aux * nOut
+    cdef const real *hcur = state_entering(<const real *>L.hI, <real *>L.hs, t, bS * nState)
+    cdef Chunk chunk = projection_chunk(L, t)
+    # M [rows, lda]: what the phase multiplies by its gate blocks [k0, k1) of op(Wh).
+    cdef Py_ssize_t k0, k1, lda
+    cdef const real *M
+    if stage == PROJECTION:
+        multiply(r1 - r0, <real *>L.ms + r0 * nOut, nOut, w.wproj, 0, 1, 0, NULL,
+                 state_leaving(<real *>L.hs, t, bS * nState) + r0 * nState + w.s.s0, nState,
+                 w.scratch)
+        return
+    if stage == PHASE_0:
+        if t == chunk.t0:  # gx = x·op(Wx) + b for the chunk's steps, the share's columns
+            project_chunk(L, w.wx, <const real *>L.x, <const real *>L.b, chunk.tau0,
+                          chunk.t1 - chunk.t0, r0, r1, j0,
+                          <real *>L.gx + (chunk.tau0 - chunk.first) * bS * G)
+        k0, k1, M, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
+    else:
+        k0, k1, M, lda = fam.h_blocks, fam.gates, <real *>L.aux + r0 * A, A
+    if fam.recurrent_product:
+        multiply(r1 - r0, M, lda, w.wh, k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
+
+
+cdef void stage_steps(const Loop *L, const Task *w, Py_ssize_t t, int stage,
+                      real zero) noexcept nogil:
+    """The steps of stage `stage` of loop step t for w.steps's rows [r0, r1) and units
+    [j0, j0 + n): the family's step (phase PHASE_0 or PHASE_1) for every row that runs; the
+    step's last stage ends with its rows' outputs and next states (end_step)."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
+    cdef Py_ssize_t j0 = w.steps.j0, row, at
     cdef const real *P = <const real *>L.P
     cdef real *gx = <real *>L.gx
     cdef real *gh = <real *>L.gh
@@ -363,42 +431,31 @@ cdef void forward_phase(const Loop *L, const Task *w, Py_ssize_t t, int phase,
     # Elements between time indices of gates and aux: 0 where one step's scratch is reused.
     cdef Py_ssize_t gates_step = bS * G if L.keep else 0
     cdef Py_ssize_t aux_step = bS * A if L.keep and fam.aux_kept else 0
-    # t0, t1: the loop steps of t's input-projection chunk, tau0 its first time index;
-    # first: the time index at gx's start.
-    cdef Py_ssize_t t0 = t - t % L.chunk_steps, t1 = min(sL, t0 + L.chunk_steps)
-    cdef Py_ssize_t tau0 = t0 if L.forward else sL - t1
-    cdef Py_ssize_t first = 0 if L.gx_steps == sL else tau0
-    # M [rows, lda]: what the phase multiplies by its gate blocks [k0, k1) of op(Wh).
-    cdef Py_ssize_t k0, k1, lda
-    cdef const real *M
+    cdef Py_ssize_t first = projection_chunk(L, t).first
     cdef RowStep r
-    if phase == PHASE_0:
-        if t == t0:  # gx = x·op(Wx) + b for the chunk's steps, the share's columns
-            project_chunk(L, w.wx, <const real *>L.x, <const real *>L.b, tau0, t1 - t0, r0, r1,
-                          j0, gx + (tau0 - first) * bS * G)
-        k0, k1, M, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
-    else:
-        k0, k1, M, lda = fam.h_blocks, fam.gates, aux + r0 * A, A
-    if fam.recurrent_product:
-        multiply(r1 - r0, M, lda, w.wh, k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
-    for row in range(r0, r1):
-        r = row_step(L, t, row)
-        if r.runs:
-            at = row * nOut + j0
-            forward_step(L.family, phase == PHASE_1, &L.options, w.s.n, nOut,
-                         gx + ((r.tau - first) * bS + row) * G + j0, gh + row * G + j0,
-                         NULL if projected else hcur + at, offset(ccur, at), offset(P, j0),
-                         gates + r.tau * gates_step + row * G + j0,
-                         offset(aux, r.tau * aux_step + row * A + j0), out + at,
-                         offset(cnxt, at))
+    if stage != PROJECTION:
+        for row in range(w.steps.r0, w.steps.r1):
+            r = row_step(L, t, row)
+            if r.runs:
+                at = row * nOut + j0
+                forward_step(L.family, stage == PHASE_1, &L.options, w.steps.n, nOut,
+                             gx + ((r.tau - first) * bS + row) * G + j0, gh + row * G + j0,
+                             NULL if projected else hcur + at, offset(ccur, at), offset(P, j0),
+                             gates + r.tau * gates_step + row * G + j0,
+                             offset(aux, r.tau * aux_step + row * A + j0), out + at,
+                             offset(cnxt, at))
+    if stage == last_stage(L):
+        end_step(L, w, t, zero)
 
 
 cdef void end_step(const Loop *L, const Task *w, Py_ssize_t t, real zero) noexcept nogil:
-    """The end of loop step t for w's share: each running row's output (and, kept, its c and
-    m) at its time index; past a row's end, its state frozen and zeros at time index t."""
+    """The end of loop step t for w's share of the steps: each running row's output (and,
+    kept, its c and m) at its time index; past a row's end, its state frozen and zeros at time
+    index t."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t bS = L.bS, nOut = L.nOut, nState = L.nState, G = L.G
-    cdef Py_ssize_t j0 = w.s.j0, n = w.s.n, s0 = w.s.s0, ns = w.s.ns, row, at, hat, k
+    cdef Py_ssize_t j0 = w.steps.j0, n = w.steps.n, s0 = w.steps.s0, ns = w.steps.ns
+    cdef Py_ssize_t row, at, hat, k
     cdef const real *hcur = state_entering(<const real *>L.hI, <real *>L.hs, t, bS * nState)
     cdef const real *ccur = state_entering(<const real *>L.cI, <real *>L.cs, t, bS * nOut)
     cdef real *hnxt = state_leaving(<real *>L.hs, t, bS * nState)
@@ -408,7 +465,7 @@ cdef void end_step(const Loop *L, const Task *w, Py_ssize_t t, real zero) noexce
     cdef real *m = <real *>L.m
     cdef bint projected = last_stage(L) == PROJECTION
     cdef RowStep r
-    for row in range(w.s.r0, w.s.r1):
+    for row in range(w.steps.r0, w.steps.r1):
         r = row_step(L, t, row)
         # at: the share's first unit of the row in the [bS, nOut] arrays; hat: its first
         # state column in the [bS, nState] arrays.
@@ -473,6 +530,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     cdef int stage
     cdef Task mine
     mine.s = part_share(L, me)
+    mine.steps = step_share(L, me)
     mine.scratch = NULL
     cdef Py_ssize_t rows = mine.s.r1 - mine.s.r0
     mine.wh.P = NULL
@@ -488,7 +546,9 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
             if has_stage(L, stage):
                 if stage != PHASE_0:
                     meet_over_units(L, me)  # every part's aux (or m) is in place
-                forward_stage(L, &mine, t, stage, zero)
+                stage_products(L, &mine, t, stage, zero)
+                meet_for_row_steps(L, me)
+                stage_steps(L, &mine, t, stage, zero)
         meet_over_units(L, me)  # the new state is complete before any part multiplies it
     free_packed(&mine.wx)
     free_packed(&mine.wh)
@@ -564,8 +624,9 @@ cdef struct BackwardPart:
     # packed for the call (op(Wh)ᵀ's rows over the blocks that multiply hPrev, for its state
     # columns; over a two-phase family's blocks that multiply aux, for its units; Wprojᵀ's, for
     # its units), and where its steps add up dL/db and dL/dP (sums, dPsum: arrays of the call's
-    # dtype, NULL where not wanted).
-    Share s
+    # dtype, NULL where not wanted). s: its share of the products; steps: of the steps (s, but
+    # whole rows where L.row_steps).
+    Share s, steps
     PackedWeights whT, wauxT, wprojT
     void *sums
     void *dPsum
@@ -580,6 +641,7 @@ cdef BackwardPart backward_part(const Loop *L, cells_part me, real zero) noexcep
     cdef real *dP = <real *>L.dLdP
     cdef BackwardPart p
     p.s = part_share(L, me)
+    p.steps = step_share(L, me)
     cdef Py_ssize_t rows = p.s.r1 - p.s.r0, j0 = p.s.j0, n = p.s.n
     p.whT.P = NULL
     if fam.recurrent_product:
@@ -589,12 +651,15 @@ cdef BackwardPart backward_part(const Loop *L, cells_part me, real zero) noexcep
     if L.Wproj != NULL:  # Wprojᵀ [nState, nOut], this part's unit columns
         p.wprojT = call_weights(L, rows, <const real *>L.Wproj + j0 * nState, 0, 1, nState, n,
                                 nState, TRANSPOSED)
-    # dL/db and dL/dP are sums over the rows, taken step by step while dz is in cache. With
-    # the rows split, each part sums its own rows in its row of part_sums, and the rows are
-    # added up after the loop (add_part_sums); else each sums its units' columns in place.
+    # dL/db and dL/dP are sums over the rows, taken step by step while dz is in cache. Where
+    # the steps split the rows, each part sums its own rows in its row of part_sums, and the
+    # rows are added up after the loop (add_part_sums); else each sums its units' columns in
+    # place.
+    cdef bint by_rows = sums_by_rows(L)
     cdef real *sums = (offset(<real *>L.part_sums, me.part * sum_blocks(fam) * nOut)
-                       if L.rows_split else <real *>L.dLdb)
-    cdef real *dPsum = offset(sums, fam.gates * nOut) if L.rows_split and dP != NULL else dP
+                       if by_rows else <real *>L.dLdb)
+    cdef real *dPsum = offset(sums, fam.gates * nOut) if by_rows and dP != NULL else dP
+    j0, n = p.steps.j0, p.steps.n
     if sums != NULL:
         for k in range(fam.gates):
             zero_units(n, sums + k * nOut + j0)
@@ -603,6 +668,12 @@ cdef BackwardPart backward_part(const Loop *L, cells_part me, real zero) noexcep
             zero_units(n, dPsum + k * nOut + j0)
     p.sums, p.dPsum = sums, dPsum
     return p
+
+
+cdef inline bint sums_by_rows(const Loop *L) noexcept nogil:
+    """Whether each part sums dL/db and dL/dP over its own rows (its steps' rows are whole
+    rows, and another part's steps may add into the same units)."""
+    return L.rows_split or L.row_steps
 
 
 cdef inline Py_ssize_t sum_blocks(cells_family_info fam) noexcept nogil:
@@ -666,7 +737,7 @@ cdef void backward_phase(const Loop *L, const BackwardPart *p, Py_ssize_t t, int
     unchanged. Projected, the step reads no hPrev and starts from dL/dm alone (in ms)."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
-    cdef Py_ssize_t j0 = p.s.j0, n = p.s.n, row, at, k
+    cdef Py_ssize_t j0 = p.steps.j0, n = p.steps.n, row, at, k
     cdef const real *h = <const real *>L.h
     cdef const real *c = <const real *>L.c
     cdef real *gates = <real *>L.gates
@@ -679,7 +750,7 @@ cdef void backward_phase(const Loop *L, const BackwardPart *p, Py_ssize_t t, int
     cdef bint projected = L.Wproj != NULL
     cdef Py_ssize_t A = fam.aux * nOut
     cdef RowStep r
-    for row in range(p.s.r0, p.s.r1):
+    for row in range(p.steps.r0, p.steps.r1):
         r = row_step(L, t, row)
         at = row * nOut + j0
         if not r.runs:
@@ -712,17 +783,17 @@ cdef void backward_phase(const Loop *L, const BackwardPart *p, Py_ssize_t t, int
 
 cdef void add_step_sums(const Loop *L, const BackwardPart *p, Py_ssize_t t,
                         real zero) noexcept nogil:
-    """dL/db += loop step t's dz, p's rows that run it and its units."""
-    cdef Py_ssize_t nOut = L.nOut, G = L.G, j0 = p.s.j0, row, k
+    """dL/db += loop step t's dz, the rows of p's steps that run it and their units."""
+    cdef Py_ssize_t nOut = L.nOut, G = L.G, j0 = p.steps.j0, row, k
     cdef real *sums = <real *>p.sums
     cdef const real *dz
     cdef RowStep r
-    for row in range(p.s.r0, p.s.r1):
+    for row in range(p.steps.r0, p.steps.r1):
         r = row_step(L, t, row)
         if r.runs:
             dz = <const real *>L.gates + r.slot * G
             for k in range(cells_families[L.family].gates):
-                add_units(p.s.n, dz + k * nOut + j0, sums + k * nOut + j0)
+                add_units(p.steps.n, dz + k * nOut + j0, sums + k * nOut + j0)
 
 
 cdef void backward_recurrence(const Loop *L, cells_part me, const BackwardPart *p,
@@ -750,6 +821,7 @@ cdef void backward_recurrence(const Loop *L, cells_part me, const BackwardPart *
         if fam.recurrent_product:
             gemm_packed(rows, d + r0 * G, G, p.whT, 0, ACCUMULATE,
                         <real *>L.dLdhI + r0 * nState + p.s.s0, nState)
+        meet_for_row_steps(L, me)  # dL/dh's every column is in place for the next step
 
 
 cdef void add_part_sums(const Loop *L, cells_part me, real zero) noexcept nogil:
@@ -841,12 +913,12 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     forward pass: the recurrence step by step, then the gradients over all steps."""
     cdef BackwardPart p = backward_part(L, me, zero)
     cdef Units units
-    start_carried(L, &p.s, zero)
+    start_carried(L, &p.steps, zero)
     backward_recurrence(L, me, &p, zero)
     # From here on every part computes its own block of each gradient's columns, however
     # the loop split the work.
     cells_barrier(me)  # the dz (and aux) of every step, and every part's sums, are complete
-    if L.rows_split and L.part_sums != NULL:
+    if sums_by_rows(L) and L.part_sums != NULL:
         add_part_sums(L, me, zero)
     free_packed(&p.whT)
     if cells_families[L.family].phases == 2:
@@ -905,10 +977,20 @@ cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t
                        Py_ssize_t gates, bint projected, Py_ssize_t itemsize, bint whole_rows):
     """Whether a pass on n_threads over bS rows splits the rows (L.rows_split), for a family of
     `gates` gate blocks, nState state columns (nOut, or nProj when `projected`) and elements of
-    `itemsize` bytes; always for a family whose steps need `whole_rows` (row_reduction)."""
+    `itemsize` bytes; always with `whole_rows` (a prepared net of a row_reduction family: a
+    claimed task runs a stage's products and its steps together)."""
     cdef Py_ssize_t weights = nState * gates * nOut + (nOut * nState if projected else 0)
     return whole_rows or (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
                           and weights * itemsize <= ROW_SPLIT_WEIGHT_BYTES)
+
+
+cdef void split_work(Loop *L, cells_family_info fam, Py_ssize_t itemsize) noexcept:
+    """How a pass shares its work between its parts: L.rows_split as splits_rows decides for
+    any family; where the units split instead, a family whose step reduces across a row runs
+    its steps on whole rows (L.row_steps)."""
+    L.rows_split = splits_rows(L.n_threads, L.bS, L.nOut, L.nState, fam.gates,
+                               L.Wproj != NULL, itemsize, False)
+    L.row_steps = fam.row_reduction and not L.rows_split
 
 
 # The passes as cells_run_parts runs them (include/cells/team.h): one per pass and dtype.
@@ -998,6 +1080,7 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
         (L.options.out_act.code, L.options.out_act.alpha, L.options.out_act.beta) = lstm_acts
     set_seq_len(L, seq_len)
     L.unit_align, L.prepared, L.claims, L.tasks = UNIT_ALIGN, NULL, NULL, 0
+    L.row_steps = False
     L.row_scratch, L.x_rows.data = NULL, NULL
     L.zone, L.zone_per_step, L.dLdc, L.dzone = NULL, False, NULL, NULL
     L.weights_transposed = W is not None or weights_transposed
@@ -1060,8 +1143,7 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.chunk_steps = projection_chunk_steps(sL, bS, G, dtype.itemsize,
                                            not forward and seq_len is not None)
     L.gx_steps = sL if keep else L.chunk_steps
-    L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, projected,
-                               dtype.itemsize, fam.row_reduction)
+    split_work(&L, fam, dtype.itemsize)
     L.gx = data(dtype, "gx", gx, L.gx_steps * bS * G, True, True)
     L.gh = data(dtype, "gh", gh, bS * G, True, True)
     L.hs = data(dtype, "hs", hs, 2 * H, True, True)
@@ -1108,8 +1190,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, SB = sL * bS
     cdef bint projected = L.Wproj != NULL
     L.keep = True
-    L.rows_split = splits_rows(n_threads, bS, nOut, L.nState, fam.gates, projected,
-                               dtype.itemsize, fam.row_reduction)
+    split_work(&L, fam, dtype.itemsize)
     L.x = data(dtype, "x", x, SB * nIn, True)
     L.hI = data(dtype, "hI", hI, H, True)
     L.cI = data(dtype, "cI", cI, S, fam.cell_state)
@@ -1144,7 +1225,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
                   fam.param_grad == CELLS_PARAM_GRAD_STEPS, True)
     L.part_sums = data(dtype, "part_sums", part_sums,
                        n_threads * (fam.gates + fam.param_blocks) * nOut,
-                       L.rows_split and (L.dLdb != NULL or L.dLdP != NULL), True)
+                       sums_by_rows(&L) and (L.dLdb != NULL or L.dLdP != NULL), True)
     L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32
     with nogil:

@@ -1,6 +1,6 @@
 """haste's LayerNorm LSTM, LayerNorm GRU and IndRNN as cells' families (cells.layer_norm_lstm,
 cells.layer_norm_gru, cells.indrnn): against the independent references of
-tests/haste_reference.py, forward (NumPy, float64 and float32, 1 and 2 threads) and every
+tests/haste_reference.py, forward (NumPy, float64 and float32, 1, 2 and 3 threads) and every
 gradient (autograd of the PyTorch step loops, float64), with each zoneout mode; prepared nets
 (the same bits for any chunks, threads and rows; zoneout's eval mode; pickling); bad input.
 (Central differences, seq_len, reverse, dtypes, empty dimensions and workspaces:
@@ -22,7 +22,7 @@ sL, bS, nIn, nOut = 5, 3, 4, 6
 F32_TOL = 2e-5
 
 
-def draw(family, dtype=np.float64, seed=0):
+def draw(family, dtype=np.float64, seed=0, bS=bS, nOut=nOut):
     """Random arguments of `family`'s time loop by name, in its order: inputs N(0, 1), states
     U(-0.9, 0.9), weights N(0, 0.4²), gains 1 + N(0, 0.2²), biases N(0, 0.3²)."""
     rng = np.random.default_rng(seed)
@@ -90,7 +90,7 @@ def test_forward_matches_the_reference(family, mode, dtype, tol):
     a64 = {k: v.astype(np.float64) for k, v in a.items()}
     z64 = zoneout if not isinstance(zoneout, np.ndarray) else zoneout.astype(np.float64)
     want = reference(family, a64, z64)
-    for n_threads in (1, 2):
+    for n_threads in (1, 2, 3):
         h, _, hL, cL = run(family, a, zoneout=zoneout, n_threads=n_threads)
         assert h.dtype == dtype
         np.testing.assert_allclose(h, want[0], rtol=0, atol=tol)
@@ -103,7 +103,8 @@ def test_forward_matches_the_reference(family, mode, dtype, tol):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_gradient_matches_torch_autograd(family, mode):
     """L = Σ w∘h + Σ wL∘(final states) (+ Σ wc∘c for the LSTM: its every step's c, through
-    dLdc), float64: cells' backward against autograd of the PyTorch step loop."""
+    dLdc), float64: cells' backward on 1, 2 and 3 threads against autograd of the PyTorch step
+    loop."""
     a = draw(family, seed=1)
     zoneout = zoneouts(np.float64)[mode]
     rng = np.random.default_rng(2)
@@ -119,10 +120,65 @@ def test_every_gradient_matches_torch_autograd(family, mode):
         loss = loss + (outs[1] * torch.tensor(wc)).sum() + (outs[1][-1] * torch.tensor(wcL)).sum()
         extra.update(dLdc=wc, dLdcL=wcL)
     loss.backward()
-    grads = TIME_LOOPS[family][1](*a.values(), w, zoneout=zoneout, **extra)
-    for name, grad in zip(a, grads):
-        np.testing.assert_allclose(grad, t[name].grad.numpy(), rtol=0, atol=1e-11,
-                                   err_msg=f"{family} {mode} d/d{name}")
+    for n_threads in (1, 2, 3):   # whole rows per thread, or the steps' rows split (row_steps)
+        grads = TIME_LOOPS[family][1](*a.values(), w, zoneout=zoneout, n_threads=n_threads,
+                                      **extra)
+        for name, grad in zip(a, grads):
+            np.testing.assert_allclose(grad, t[name].grad.numpy(), rtol=0, atol=1e-11,
+                                       err_msg=f"{family} {mode} d/d{name} {n_threads}")
+
+
+def loss_gradients(family, a, zoneout, seed):
+    """Random weights w, wL (and for the LSTM wc, wcL) of L = Σ w∘h + Σ wL∘hL (+ Σ wc∘c +
+    Σ wcL∘cL) as the backward's keywords: (dLdh, the others by name)."""
+    rng = np.random.default_rng(seed)
+    bS, nOut = a["hI"].shape
+    w, wL = rng.standard_normal((sL, bS, nOut)), rng.standard_normal((bS, nOut))
+    if family != "layer_norm_lstm":
+        return w, {"dLdhLast": wL}
+    return w, {"dLdhL": wL, "dLdc": rng.standard_normal((sL, bS, nOut)),
+               "dLdcL": rng.standard_normal((bS, nOut))}
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3])
+@pytest.mark.parametrize("family", ["layer_norm_lstm", "layer_norm_gru"])
+def test_split_units_run_the_steps_of_whole_rows(family, rows):
+    """20 units, which 2 and 3 threads split for the products (8 + 12, 8 + 8 + 4), each
+    running the steps of whole rows (fewer rows than 8 a thread): the forward and every
+    gradient against autograd of the PyTorch step loop, with a zoneout mask; with seq_len (a
+    row of length 0) and in reverse, against one thread."""
+    a = draw(family, seed=3, bS=rows, nOut=20)
+    mask = (np.random.default_rng(4).random((sL, rows, 20)) >= 0.3).astype(np.float64)
+    dLdh, extra = loss_gradients(family, a, mask, seed=5)
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in a.items()}
+    outs = reference(family, t, torch.tensor(mask), lib=torch)
+    loss = (outs[0] * torch.tensor(dLdh)).sum() + (outs[0][-1] * torch.tensor(
+        extra.get("dLdhL", extra.get("dLdhLast")))).sum()
+    if family == "layer_norm_lstm":
+        loss = loss + (outs[1] * torch.tensor(extra["dLdc"])).sum() + (
+            outs[1][-1] * torch.tensor(extra["dLdcL"])).sum()
+    loss.backward()
+    forward, backward = TIME_LOOPS[family]
+    for n_threads in (2, 3):
+        h = run(family, a, zoneout=mask, n_threads=n_threads)[0]
+        np.testing.assert_allclose(h, outs[0].detach().numpy(), rtol=0, atol=1e-12)
+        grads = backward(*a.values(), dLdh, zoneout=mask, n_threads=n_threads, **extra)
+        for name, grad in zip(a, grads):
+            np.testing.assert_allclose(grad, t[name].grad.numpy(), rtol=0, atol=1e-11,
+                                       err_msg=f"d/d{name} on {n_threads} threads")
+    seq_len = np.array([5, 0, 2][:rows], np.int64)
+    for direction in (True, False):
+        options = dict(zoneout=mask, seq_len=seq_len, forward=direction)
+        one = forward(*a.values(), n_threads=1, return_workspace=True, **options)
+        want = backward(*a.values(), dLdh, workspace=one.workspace, n_threads=1, **options,
+                        **extra)
+        for n_threads in (2, 3):
+            got = forward(*a.values(), n_threads=n_threads, return_workspace=True, **options)
+            grads = backward(*a.values(), dLdh, workspace=got.workspace, n_threads=n_threads,
+                             **options, **extra)
+            for name, g, w in zip(("h", *a), (got[0], *grads), (one[0], *want)):
+                np.testing.assert_allclose(g, w, rtol=0, atol=1e-12,
+                                           err_msg=f"{name}, {n_threads} threads, {direction}")
 
 
 PREPARE = {"layer_norm_lstm": (cells.layer_norm_lstm.prepare,

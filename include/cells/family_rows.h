@@ -28,14 +28,14 @@
  *                   loop rather than in the steps): NONE (no P); AUX (P is a bias inside the
  *                   recurrent side, whose gradient aux keeps: dL/dP = Σ aux); PEEPHOLES (the
  *                   LSTM's P = (p_i, p_f, p_o): Σ dz_i∘cPrev, Σ dz_f∘cPrev, Σ dz_o∘c); STEPS
- *                   (only the steps sum it, from values they recompute: P is required, and a
- *                   backend that reduces after the loop does not run the family)
+ *                   (only the steps sum it, from values they recompute: P is required, and the
+ *                   GPU backend's kernels add it into an accumulator per batch row)
  *   projects        its output may be projected, h = m·Wproj with m the step's output [nOut]
  *                   (PyTorch's LSTM proj_size): the step reads no hPrev, so the state may be
  *                   narrower than the units
- *   row_reduction   its step reduces across a row's units (LayerNorm cells): a thread owns
- *                   whole rows (the time loop splits the rows at every size), and its steps
- *                   get n = nOut
+ *   row_reduction   its step reduces across a row's units (LayerNorm cells): its steps get
+ *                   whole rows, n = nOut (where the time loop's threads split the units for
+ *                   the products, each runs the steps of a block of rows: L.row_steps)
  *   recurrent_product  the recurrence is a product by op(Wh); 0: an elementwise one with no
  *                   Wh (IndRNN): no product, no op(Wh) and no dL/dWh in either pass
  */
