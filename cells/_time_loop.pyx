@@ -40,8 +40,11 @@ runs its steps on whole rows, and no reduction crosses threads: where the units 
 (L.row_steps), each part multiplies its units' columns for every row, meets the others, then
 runs the steps of its block of the rows (step_share), and meets them again before the next
 product; its backward sums dL/db and dL/dP over its own rows, as the row split does. A prepared
-net of such a family splits the rows at every size (whole_rows). A family with no recurrent product (IndRNN: recurrent_product 0) has no
-op(Wh): neither pass multiplies by it, and there is no dL/dWh.
+net's call runs each stage's products as tasks of whole panels, then its steps as as many
+tasks of blocks of the rows (claimed_phase).
+
+A family with no recurrent product (IndRNN: recurrent_product 0) has no op(Wh): neither pass
+multiplies by it, and there is no dL/dWh.
 
 Zoneout (L.zone): after each step, h = hPrev + zone∘(hNew - hPrev), for any family whose output
 is not projected; the backward splits each step's dL/dh between the step and hPrev to match.
@@ -312,6 +315,12 @@ cdef enum:
     FINAL_STATE
 
 
+cdef enum:
+    # What a prepared net's claimed phase runs of its stage: all of it, or (L.row_steps) its
+    # products, on blocks of the units, then its steps, on as many blocks of the rows.
+    WHOLE_STAGE, STAGE_PRODUCTS, STAGE_STEPS
+
+
 cdef struct Task:
     # A share of the forward's work and the weights it multiplies: a part's own (its packed
     # columns), or one a prepared net's call claims (views of whole panels), with the room of
@@ -324,14 +333,14 @@ cdef struct Task:
 
 
 cdef inline Task prepared_task(const Loop *L, cells_part me, Py_ssize_t task, Py_ssize_t tasks,
-                               real zero) noexcept nogil:
+                               bint rows, real zero) noexcept nogil:
     """Task `task` of `tasks` of a prepared net's step, run by part `me`: a block of the rows
-    where L.rows_split, else a block of whole panels of the units (and of the state
-    columns)."""
+    where L.rows_split or `rows` (the steps of L.row_steps), else a block of whole panels of
+    the units (and of the state columns)."""
     cdef cells_part part
     part.part, part.nparts = task, tasks
     cdef Task w
-    w.s = part_share(L, part)
+    w.s = row_share(L, part) if rows else part_share(L, part)
     w.steps = w.s
     w.scratch = L.row_scratch + me.part if L.row_scratch != NULL else NULL
     w.wx = panel_columns(&zero, L.prepared.wx, w.s.j0, w.s.n)
@@ -570,7 +579,7 @@ cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcep
     if L.rows_split:
         task = cells_claim(L.claims, 0, L.tasks)
         while task >= 0:
-            w = prepared_task(L, me, task, L.tasks, zero)
+            w = prepared_task(L, me, task, L.tasks, True, zero)
             for t in range(L.sL):
                 for stage in range(PHASE_0, last_stage(L) + 1):
                     if has_stage(L, stage):
@@ -583,10 +592,16 @@ cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcep
         return
     for t in range(L.sL):
         for stage in range(PHASE_0, last_stage(L) + 1):
-            if has_stage(L, stage):
-                claimed_phase(L, me, phase, t, stage, zero)
+            if not has_stage(L, stage):
+                continue
+            if L.row_steps:
+                claimed_phase(L, me, phase, t, stage, STAGE_PRODUCTS, zero)
+                claimed_phase(L, me, phase + 1, t, stage, STAGE_STEPS, zero)
+                phase += 2
+            else:
+                claimed_phase(L, me, phase, t, stage, WHOLE_STAGE, zero)
                 phase += 1
-    claimed_phase(L, me, phase, L.sL, FINAL_STATE, zero)
+    claimed_phase(L, me, phase, L.sL, FINAL_STATE, WHOLE_STAGE, zero)
 
 
 cdef inline void new_phase(const Loop *L, cells_part me, long long phase) noexcept nogil:
@@ -597,22 +612,27 @@ cdef inline void new_phase(const Loop *L, cells_part me, long long phase) noexce
 
 
 cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_t t, int stage,
-                        real zero) noexcept nogil:
+                        int runs, real zero) noexcept nogil:
     """Phase `phase` of a prepared net's call where the units split: the tasks of stage `stage`
-    of step t (FINAL_STATE: the final states, after the last step) that this part claims, then
-    the wait for the others' (claims.h)."""
+    of step t (FINAL_STATE: the final states, after the last step), or of its products or its
+    steps (`runs`), that this part claims, then the wait for the others' (claims.h)."""
     cdef Task w
-    cdef Py_ssize_t task = cells_claim(L.claims, phase, L.tasks)
+    cdef Py_ssize_t tasks = L.tasks   # in every phase (claims.h numbers them across the call)
+    cdef Py_ssize_t task = cells_claim(L.claims, phase, tasks)
     new_phase(L, me, phase)
     while task >= 0:
-        w = prepared_task(L, me, task, L.tasks, zero)
+        w = prepared_task(L, me, task, tasks, runs == STAGE_STEPS, zero)
         if stage == FINAL_STATE:
             final_state(L, &w.s, zero)
+        elif runs == STAGE_PRODUCTS:
+            stage_products(L, &w, t, stage, zero)
+        elif runs == STAGE_STEPS:
+            stage_steps(L, &w, t, stage, zero)
         else:
             forward_stage(L, &w, t, stage, zero)
         cells_claim_finished(L.claims)
-        task = cells_claim(L.claims, phase, L.tasks)
-    cells_claims_wait(L.claims, phase, L.tasks, cells_part_spin_ns(me))
+        task = cells_claim(L.claims, phase, tasks)
+    cells_claims_wait(L.claims, phase, tasks, cells_part_spin_ns(me))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -974,22 +994,25 @@ cdef enum:
 
 
 cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t nState,
-                       Py_ssize_t gates, bint projected, Py_ssize_t itemsize, bint whole_rows):
+                       Py_ssize_t gates, bint projected, Py_ssize_t itemsize):
     """Whether a pass on n_threads over bS rows splits the rows (L.rows_split), for a family of
     `gates` gate blocks, nState state columns (nOut, or nProj when `projected`) and elements of
-    `itemsize` bytes; always with `whole_rows` (a prepared net of a row_reduction family: a
-    claimed task runs a stage's products and its steps together)."""
+    `itemsize` bytes."""
     cdef Py_ssize_t weights = nState * gates * nOut + (nOut * nState if projected else 0)
-    return whole_rows or (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
-                          and weights * itemsize <= ROW_SPLIT_WEIGHT_BYTES)
+    return (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
+            and weights * itemsize <= ROW_SPLIT_WEIGHT_BYTES)
 
 
-cdef void split_work(Loop *L, cells_family_info fam, Py_ssize_t itemsize) noexcept:
-    """How a pass shares its work between its parts: L.rows_split as splits_rows decides for
-    any family; where the units split instead, a family whose step reduces across a row runs
-    its steps on whole rows (L.row_steps)."""
-    L.rows_split = splits_rows(L.n_threads, L.bS, L.nOut, L.nState, fam.gates,
-                               L.Wproj != NULL, itemsize, False)
+cdef void split_work(Loop *L, cells_family_info fam, bint projected,
+                     Py_ssize_t itemsize) noexcept:
+    """How a pass (or a prepared net's call) shares its work between its parts: L.rows_split
+    as splits_rows decides for any family; where the units split instead, a family whose step
+    reduces across a row runs its steps on whole rows (L.row_steps). On one thread such a
+    family splits the rows: one part, whose steps are whole rows either way, and a prepared
+    net's call then runs as one task rather than two phases a step."""
+    L.rows_split = (splits_rows(L.n_threads, L.bS, L.nOut, L.nState, fam.gates, projected,
+                                itemsize)
+                    or (fam.row_reduction and L.n_threads == 1))
     L.row_steps = fam.row_reduction and not L.rows_split
 
 
@@ -1143,7 +1166,7 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.chunk_steps = projection_chunk_steps(sL, bS, G, dtype.itemsize,
                                            not forward and seq_len is not None)
     L.gx_steps = sL if keep else L.chunk_steps
-    split_work(&L, fam, dtype.itemsize)
+    split_work(&L, fam, projected, dtype.itemsize)
     L.gx = data(dtype, "gx", gx, L.gx_steps * bS * G, True, True)
     L.gh = data(dtype, "gh", gh, bS * G, True, True)
     L.hs = data(dtype, "hs", hs, 2 * H, True, True)
@@ -1190,7 +1213,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     cdef Py_ssize_t G = L.G, S = bS * nOut, H = bS * L.nState, SB = sL * bS
     cdef bint projected = L.Wproj != NULL
     L.keep = True
-    split_work(&L, fam, dtype.itemsize)
+    split_work(&L, fam, projected, dtype.itemsize)
     L.x = data(dtype, "x", x, SB * nIn, True)
     L.hI = data(dtype, "hI", hI, H, True)
     L.cI = data(dtype, "cI", cI, S, fam.cell_state)
@@ -1428,8 +1451,7 @@ cdef class PreparedWeights:
         L.hL = data(self.dtype, "hL", hL, H, True, True)
         L.cL = data(self.dtype, "cL", cL, S, fam.cell_state, True)
         L.chunk_steps = L.gx_steps = projection_chunk_steps(sL, bS, G, itemsize, False)
-        L.rows_split = splits_rows(n_threads, bS, L.nOut, L.nState, fam.gates,
-                                   self.packed.wproj.P != NULL, itemsize, fam.row_reduction)
+        split_work(&L, fam, self.packed.wproj.P != NULL, itemsize)
         # The call's scratch, in one block: gx, gh, hs, cs, gates, aux, ms (cells/_loop.pxd).
         gx_len = aligned_elements(L.gx_steps * bS * G, itemsize)
         gh_len = aligned_elements(bS * G, itemsize)
@@ -1454,8 +1476,8 @@ cdef class PreparedWeights:
         cdef char *lowp = NULL
         if self.packed.kind != NATIVE_PANELS:
             lowp = self._lowp_scratch(&L)
-        # The tasks the parts claim        # The tasks the parts claim: blocks of MIN_ROWS_PER_THREAD rows, or of whole panels
-        # of the units.
+        # The tasks the parts claim: blocks of MIN_ROWS_PER_THREAD rows, or of whole panels
+        # of the units (and as many blocks of the rows for the steps of L.row_steps).
         L.tasks = (max(1, bS // MIN_ROWS_PER_THREAD) if L.rows_split
                    else (L.nOut + L.unit_align - 1) // L.unit_align)
         cdef cells_claims claims

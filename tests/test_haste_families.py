@@ -189,11 +189,14 @@ PREPARE = {"layer_norm_lstm": (cells.layer_norm_lstm.prepare,
 
 @pytest.mark.parametrize("weights", [None, "int8", "bfloat16"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_prepared_net_is_the_time_loop_in_any_chunks(family, weights):
+@pytest.mark.parametrize("units", [nOut, 160])
+def test_a_prepared_net_is_the_time_loop_in_any_chunks(family, weights, units):
     """Its values are the time loop's (float32 weights; int8 and bfloat16 weights to their
     rounding, the Serving guide's model); its bits do not depend on the chunks a sequence is
-    cut into, the threads or the rows beside a row."""
-    a = draw(family, np.float32, seed=4)
+    cut into, the threads or the rows beside a row. 160 units are 3 panels, tasks that the
+    threads claim (for a LayerNorm cell its products; its steps are tasks of whole rows); 16
+    rows on 2 threads split the rows."""
+    a = draw(family, np.float32, seed=4, nOut=units)
     prepare, names = PREPARE[family]
     net = prepare(*(a[n] for n in names), weights=weights)
     state = net.State(*(a[n] for n in ("hI", "cI") if n in a))
@@ -211,6 +214,9 @@ def test_a_prepared_net_is_the_time_loop_in_any_chunks(family, weights):
             assert np.array_equal(got, want)
     alone = net(a["x"][:, 1:2], net.State(*(v[1:2] for v in state)), n_threads=2)
     assert np.array_equal(alone.h, h[:, 1:2])
+    rows = np.arange(16) % bS
+    many = net(a["x"][:, rows], net.State(*(v[rows] for v in state)), n_threads=2)
+    assert np.array_equal(many.h, h[:, rows])
 
 
 def test_zoneout_is_checked():

@@ -158,7 +158,7 @@ def _assert_rows_split(case, bS, n_threads, dtype, n_out=nOut):
     """The case at bS rows on n_threads (and n_out units) splits the rows."""
     nState = 8 if case == "lstm_projected" else n_out
     assert _time_loop.splits_rows(n_threads, bS, n_out, nState, GATES[CASES[case][0]],
-                                  case == "lstm_projected", np.dtype(dtype).itemsize, False)
+                                  case == "lstm_projected", np.dtype(dtype).itemsize)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
@@ -221,19 +221,18 @@ def test_which_calls_read_weights_in_place():
 
 def test_which_passes_split_rows():
     """More than one thread, at least 8 rows each, and every thread's copy of the recurrent
-    weights (and Wproj) within 1 MiB; always for a family that needs whole rows. Arguments:
-    n_threads, bS, nOut, nState, gates, projected, itemsize, whole_rows."""
+    weights (and Wproj) within 1 MiB. Arguments: n_threads, bS, nOut, nState, gates,
+    projected, itemsize."""
     splits = _time_loop.splits_rows
-    assert splits(2, 16, 128, 128, 4, False, 4, False)        # LSTM H=128, float: 256 KiB
-    assert not splits(2, 15, 128, 128, 4, False, 4, False)    # one thread would get 7 rows
-    assert not splits(1, 64, 128, 128, 4, False, 4, False)    # one thread
-    assert splits(3, 24, 256, 256, 4, False, 4, False)        # LSTM H=256, float: 1 MiB, the most
-    assert not splits(2, 64, 256, 256, 4, False, 8, False)    # double: 2 MiB
-    assert splits(2, 64, 256, 128, 4, True, 4, False)         # + Wproj: 512 + 128 KiB
-    assert not splits(2, 64, 256, 256, 4, True, 4, False)     # 1024 + 256 KiB
-    assert splits(2, 16, 295, 295, 3, False, 4, False)        # GRU H=295, float: 1020 KiB
-    assert not splits(2, 16, 296, 296, 3, False, 4, False)    # H=296: 1027 KiB
-    assert splits(1, 1, 512, 512, 4, False, 4, True)          # whole rows (LayerNorm): always
+    assert splits(2, 16, 128, 128, 4, False, 4)        # LSTM H=128, float: 256 KiB
+    assert not splits(2, 15, 128, 128, 4, False, 4)    # one thread would get 7 rows
+    assert not splits(1, 64, 128, 128, 4, False, 4)    # one thread
+    assert splits(3, 24, 256, 256, 4, False, 4)        # LSTM H=256, float: 1 MiB, the most
+    assert not splits(2, 64, 256, 256, 4, False, 8)    # double: 2 MiB
+    assert splits(2, 64, 256, 128, 4, True, 4)         # + Wproj: 512 + 128 KiB
+    assert not splits(2, 64, 256, 256, 4, True, 4)     # 1024 + 256 KiB
+    assert splits(2, 16, 295, 295, 3, False, 4)        # GRU H=295, float: 1020 KiB
+    assert not splits(2, 16, 296, 296, 3, False, 4)    # H=296: 1027 KiB
 
 
 # (sL, bS, n_threads, size): the units split (3 rows on 2 threads), the rows split, and calls of
