@@ -679,13 +679,13 @@ cdef BackwardPart backward_part(const Loop *L, cells_part me, real zero) noexcep
     cdef real *sums = (offset(<real *>L.part_sums, me.part * sum_blocks(fam) * nOut)
                        if by_rows else <real *>L.dLdb)
     cdef real *dPsum = offset(sums, fam.gates * nOut) if by_rows and dP != NULL else dP
-    j0, n = p.steps.j0, p.steps.n
+    cdef Share own = p.steps   # the units whose sums the part takes (all, by rows)
     if sums != NULL:
         for k in range(fam.gates):
-            zero_units(n, sums + k * nOut + j0)
+            zero_units(own.n, sums + k * nOut + own.j0)
     if dP != NULL:
         for k in range(fam.param_blocks):
-            zero_units(n, dPsum + k * nOut + j0)
+            zero_units(own.n, dPsum + k * nOut + own.j0)
     p.sums, p.dPsum = sums, dPsum
     return p
 
