@@ -336,7 +336,7 @@ cdef inline Task prepared_task(const Loop *L, cells_part me, Py_ssize_t task, Py
                                bint rows, real zero) noexcept nogil:
     """Task `task` of `tasks` of a prepared net's step, run by part `me`: a block of the rows
     where L.rows_split or `rows` (the steps of L.row_steps), else a block of whole panels of
-    the units (and of the state columns)."""
+    the units (and of the state columns): part_share's, or row_share's with `rows`."""
     cdef cells_part part
     part.part, part.nparts = task, tasks
     cdef Task w
@@ -579,7 +579,7 @@ cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcep
     if L.rows_split:
         task = cells_claim(L.claims, 0, L.tasks)
         while task >= 0:
-            w = prepared_task(L, me, task, L.tasks, True, zero)
+            w = prepared_task(L, me, task, L.tasks, False, zero)
             for t in range(L.sL):
                 for stage in range(PHASE_0, last_stage(L) + 1):
                     if has_stage(L, stage):

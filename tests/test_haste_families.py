@@ -99,45 +99,40 @@ def test_forward_matches_the_reference(family, mode, dtype, tol):
             np.testing.assert_allclose(cL, want[1][-1], rtol=0, atol=tol * sL)
 
 
-@pytest.mark.parametrize("mode", ["none", "eval", "train"])
-@pytest.mark.parametrize("family", FAMILIES)
-def test_every_gradient_matches_torch_autograd(family, mode):
-    """L = Σ w∘h + Σ wL∘(final states) (+ Σ wc∘c for the LSTM: its every step's c, through
-    dLdc), float64: cells' backward on 1, 2 and 3 threads against autograd of the PyTorch step
-    loop."""
-    a = draw(family, seed=1)
-    zoneout = zoneouts(np.float64)[mode]
-    rng = np.random.default_rng(2)
+def autograd(family, a, zoneout, seed):
+    """Autograd of the PyTorch step loop on arguments `a` for L = Σ w∘h + Σ wL∘(final states)
+    (+ Σ wc∘c + Σ wcL∘cL for the LSTM: its every step's c, through dLdc), float64, the weights
+    random: (h, {name: dL/dname}, and the backward's dLdh = w and keywords)."""
+    rng = np.random.default_rng(seed)
+    bS, nOut = a["hI"].shape
     t = {k: torch.tensor(v, requires_grad=True) for k, v in a.items()}
     tz = torch.tensor(zoneout) if isinstance(zoneout, np.ndarray) else zoneout
     outs = reference(family, t, tz, lib=torch)
-    w = rng.standard_normal((sL, bS, nOut))
-    wL = rng.standard_normal((bS, nOut))
+    w, wL = rng.standard_normal((sL, bS, nOut)), rng.standard_normal((bS, nOut))
     loss = (outs[0] * torch.tensor(w)).sum() + (outs[0][-1] * torch.tensor(wL)).sum()
-    extra = {"dLdhLast": wL} if family != "layer_norm_lstm" else {"dLdhL": wL}
+    extra = {"dLdhLast": wL}
     if family == "layer_norm_lstm":
         wc, wcL = rng.standard_normal((sL, bS, nOut)), rng.standard_normal((bS, nOut))
         loss = loss + (outs[1] * torch.tensor(wc)).sum() + (outs[1][-1] * torch.tensor(wcL)).sum()
-        extra.update(dLdc=wc, dLdcL=wcL)
+        extra = {"dLdhL": wL, "dLdc": wc, "dLdcL": wcL}
     loss.backward()
+    return outs[0].detach().numpy(), {k: v.grad.numpy() for k, v in t.items()}, w, extra
+
+
+@pytest.mark.parametrize("mode", ["none", "eval", "train"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_gradient_matches_torch_autograd(family, mode):
+    """Every gradient (autograd's loss), float64: cells' backward on 1, 2 and 3 threads
+    against autograd of the PyTorch step loop."""
+    a = draw(family, seed=1)
+    zoneout = zoneouts(np.float64)[mode]
+    _, want, dLdh, extra = autograd(family, a, zoneout, seed=2)
     for n_threads in (1, 2, 3):   # whole rows per thread, or the steps' rows split (row_steps)
-        grads = TIME_LOOPS[family][1](*a.values(), w, zoneout=zoneout, n_threads=n_threads,
+        grads = TIME_LOOPS[family][1](*a.values(), dLdh, zoneout=zoneout, n_threads=n_threads,
                                       **extra)
         for name, grad in zip(a, grads):
-            np.testing.assert_allclose(grad, t[name].grad.numpy(), rtol=0, atol=1e-11,
+            np.testing.assert_allclose(grad, want[name], rtol=0, atol=1e-11,
                                        err_msg=f"{family} {mode} d/d{name} {n_threads}")
-
-
-def loss_gradients(family, a, zoneout, seed):
-    """Random weights w, wL (and for the LSTM wc, wcL) of L = Σ w∘h + Σ wL∘hL (+ Σ wc∘c +
-    Σ wcL∘cL) as the backward's keywords: (dLdh, the others by name)."""
-    rng = np.random.default_rng(seed)
-    bS, nOut = a["hI"].shape
-    w, wL = rng.standard_normal((sL, bS, nOut)), rng.standard_normal((bS, nOut))
-    if family != "layer_norm_lstm":
-        return w, {"dLdhLast": wL}
-    return w, {"dLdhL": wL, "dLdc": rng.standard_normal((sL, bS, nOut)),
-               "dLdcL": rng.standard_normal((bS, nOut))}
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3])
@@ -149,22 +144,14 @@ def test_split_units_run_the_steps_of_whole_rows(family, rows):
     row of length 0) and in reverse, against one thread."""
     a = draw(family, seed=3, bS=rows, nOut=20)
     mask = (np.random.default_rng(4).random((sL, rows, 20)) >= 0.3).astype(np.float64)
-    dLdh, extra = loss_gradients(family, a, mask, seed=5)
-    t = {k: torch.tensor(v, requires_grad=True) for k, v in a.items()}
-    outs = reference(family, t, torch.tensor(mask), lib=torch)
-    loss = (outs[0] * torch.tensor(dLdh)).sum() + (outs[0][-1] * torch.tensor(
-        extra.get("dLdhL", extra.get("dLdhLast")))).sum()
-    if family == "layer_norm_lstm":
-        loss = loss + (outs[1] * torch.tensor(extra["dLdc"])).sum() + (
-            outs[1][-1] * torch.tensor(extra["dLdcL"])).sum()
-    loss.backward()
+    want_h, want, dLdh, extra = autograd(family, a, mask, seed=5)
     forward, backward = TIME_LOOPS[family]
     for n_threads in (2, 3):
         h = run(family, a, zoneout=mask, n_threads=n_threads)[0]
-        np.testing.assert_allclose(h, outs[0].detach().numpy(), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(h, want_h, rtol=0, atol=1e-12)
         grads = backward(*a.values(), dLdh, zoneout=mask, n_threads=n_threads, **extra)
         for name, grad in zip(a, grads):
-            np.testing.assert_allclose(grad, t[name].grad.numpy(), rtol=0, atol=1e-11,
+            np.testing.assert_allclose(grad, want[name], rtol=0, atol=1e-11,
                                        err_msg=f"d/d{name} on {n_threads} threads")
     seq_len = np.array([5, 0, 2][:rows], np.int64)
     for direction in (True, False):
