@@ -64,9 +64,11 @@ quantization of nn.LSTM / nn.GRU ("torch qint8": per-tensor int8 weights, fbgemm
 emulation of plain bfloat16 ("bf16 rounding": weights, x and the states rounded to bfloat16,
 float32 sums). Speed: per call as above, each case on its own thread count (LOWP_SPEED: one
 step at I=512 H=1024 and at I=H=128, whole sequences of 200 steps at B=1 and B=8, I=H=256, on
-1 thread; B=64 T=100 I=H=256 on 2), every contender first checked against the float64 net
-over the same two calls (LOWP_TOLERANCE for the int8 and bfloat16 ones). The issue's targets
-(LOWP_TARGETS, ACCURACY_TARGETS) are printed met or MISSED; --json has every row.
+1 thread; B=64 T=100 I=H=256 on 2), each of cells' nets first checked against the float64 net
+over the same two calls (LOWP_TOLERANCE for the int8 and bfloat16 ones; a peer's error is
+reported, never checked: ONNX Runtime's int8 products saturate on CPUs without AVX512_VNNI).
+The issue's targets (LOWP_TARGETS, ACCURACY_TARGETS) are printed met or MISSED; --json has
+every row.
 
 torch and ONNX Runtime (with onnx, which builds the model) join when importable; cells, numpy,
 scipy and threadpoolctl are required (see README.md for how the benchmarks import cells).
@@ -592,9 +594,10 @@ LOWP_SPEED_QUICK = (
     (Case("lstm", 8, 64, 64, 20, True), 2, ()),
 )
 
-# Before timing, each contender's h and state after two calls must agree with the float64
+# Before timing, each of cells' nets' h and state after two calls must agree with the float64
 # reference within this (absolute; |h| < 1) for the int8 and bfloat16 ones, within
-# harness.TOLERANCE for cells float32; the accuracy runs are held to it too. The quantized
+# harness.TOLERANCE for cells float32; the accuracy runs are held to it too. The peers' errors
+# are measured and reported, never held to it (lowp_check). The quantized
 # contenders stay below 5e-2 on every shape here (torch qint8's GRU at B=8 T=200: 4.3e-2); a
 # net with two of its gate blocks swapped differs by 0.26 and more.
 LOWP_TOLERANCE = 0.1
@@ -703,7 +706,11 @@ def lowp_contenders(case, inp, n_threads, torch, ort, peers=("ORT-DQ", "torch qi
 
 
 def lowp_check(case, name, diff, reference):
-    """Stops the run when a contender is outside its tolerance to the float64 reference."""
+    """Stops the run when one of cells' nets is outside its tolerance to the float64 reference.
+    A peer's difference is reported in the rows, never checked: how accurate ONNX Runtime's or
+    torch's int8 operator is depends on the CPU (ONNX Runtime's saturates without AVX512_VNNI)."""
+    if name not in LOWP_NETS:
+        return
     ok = (harness.within_tolerance(diff, reference, np.float32) if name == "cells float32"
           else diff <= LOWP_TOLERANCE)
     if not ok:

@@ -1,9 +1,11 @@
 """cells.onnx.dynamic_quantize_lstm: ONNX Runtime's com.microsoft.DynamicQuantizeLSTM on int8
 prepared nets packed from the given int8 weights and scales.
 
-Against ONNX Runtime's operator itself (a node of domain com.microsoft, and a model quantized by
-its own quantize_dynamic) to the tolerance of the two activation quantizations; against the
-float64 reference of cells' documented int8 model with the given q and s_w (lowp_reference),
+Against the float LSTM of the dequantized weights in float64 (lstm_reference), to the tolerance
+of an activation quantization, and against ONNX Runtime's operator itself (a node of domain
+com.microsoft, and a model quantized by its own quantize_dynamic) as closely as ONNX Runtime is
+accurate on the machine at hand (see assert_against_ort); against the float64 reference of
+cells' documented int8 model with the given q and s_w (lowp_reference),
 one step at a time from the same state, to float32 precision; the pack-from-quantized path
 against weights="int8" packing (the same panels, the same bits); the reverse direction, layout 1
 and rows alone against the forward direction, layout 0 and the whole batch, bit for bit; and
@@ -14,7 +16,7 @@ import pickle
 import numpy as np
 import pytest
 from lowp_reference import int8_product_quantized, int8_weights
-from lstm_reference import lstm_cell_forward
+from lstm_reference import lstm_cell_forward, lstm_time_loop_forward
 
 import cells
 from cells import onnx as co
@@ -42,6 +44,14 @@ STEP_TOL = 4e-6
 # (the highest for 70 inputs, 66 units, 3 steps); ORT_SIGMAS = 4 covers the tail of a maximum
 # over a few thousand outputs. A wrong mapping (W's gate blocks o and f swapped) moves outputs
 # by 5 to 30 sigma: the negative control below.
+#
+# The same bound holds each of the two against the float LSTM of the dequantized weights q·s in
+# float64 (one rounding instead of two: a standard deviation of at most sigma/√2). ONNX Runtime
+# meets it only where its u8s8 products are exact: on a CPU without AVX512_VNNI they run on
+# vpmaddubsw, whose int16 sums of two products saturate, and its outputs there were 0.3 to 0.8
+# from the float LSTM (its error, not a rounding). So ONNX Runtime's own error is measured in
+# each test, and cells is compared with ONNX Runtime only where that error is within its bound;
+# elsewhere cells must be at least as close to the float LSTM as ONNX Runtime is.
 ORT_SIGMAS = 4.0
 
 # ONNX's gate blocks (i, o, f, c) -> cells' (i, f, g, o), and peepholes (i, o, f) -> (i, f, o)
@@ -142,6 +152,45 @@ def sigma(case, H):
         / np.sqrt(6)
 
 
+def float_reference(case, direction):
+    """The float LSTM of the dequantized weights in float64, unquantized x and states, with
+    ONNX's semantics (direction, sequence_lens, peepholes, zeros past a row's length):
+    (Y [T, dirs, bS, H], Y_h [dirs, bS, H], Y_c [dirs, bS, H])."""
+    T, bS = case["X"].shape[:2]
+    dirs, H = case["R"].shape[0], case["R"].shape[1]
+    Y, Y_h, Y_c = np.zeros((T, dirs, bS, H)), np.zeros((dirs, bS, H)), np.zeros((dirs, bS, H))
+    for d in range(dirs):
+        Wx = blocks(dequantized(case["W"], case["W_scale"], d), GATES_TO_CELLS, H)
+        Wr = blocks(dequantized(case["R"], case["R_scale"], d), GATES_TO_CELLS, H)
+        b = None if case.get("B") is None else blocks(
+            case["B"][d, :4 * H].astype(np.float64) + case["B"][d, 4 * H:], GATES_TO_CELLS, H)
+        Wp = None if case.get("P") is None else blocks(case["P"][d], PEEPHOLES_TO_CELLS, H)
+        hI = None if case.get("initial_h") is None else case["initial_h"][d]
+        cI = None if case.get("initial_c") is None else case["initial_c"][d]
+        Y[:, d], Y_h[d], Y_c[d] = lstm_time_loop_forward(
+            case["X"], Wx, Wr, b, hI, cI, Wp, seq_len=case.get("sequence_lens"),
+            forward=direction == "forward" or (direction == "bidirectional" and d == 0))
+    return Y, Y_h, Y_c
+
+
+def assert_against_ort(name, got, want, exact, tol):
+    """cells' outputs `got` within tol of the float LSTM's `exact`. Where ONNX Runtime's `want`
+    are within their own bound of `exact` (one rounding: tol/√2), cells agrees with them within
+    tol; elsewhere (saturated products) cells' largest error is at most ONNX Runtime's. The
+    verdict is the case's, over its three outputs, so no output near the bound can flip it."""
+    cells_errors = [np.abs(g - e).max() for g, e in zip(got, exact)]
+    ort_errors = [np.abs(w - e).max() for w, e in zip(want, exact)]
+    ort_accurate = max(ort_errors) <= tol / np.sqrt(2)
+    for label, g, w, cells_error, ort_error in zip(("Y", "Y_h", "Y_c"), got, want,
+                                                   cells_errors, ort_errors):
+        print(f"{name} {label}: max |cells - float64| = {cells_error:.2e}, "
+              f"max |ORT - float64| = {ort_error:.2e}, tolerance {tol:.2e}")
+        assert cells_error <= tol, f"{name} {label}: cells {cells_error} > {tol}"
+        if ort_accurate:
+            assert np.abs(g - w).max() <= tol, f"{name} {label}: |cells - ORT| > {tol}"
+    assert ort_accurate or max(cells_errors) <= max(ort_errors), f"{name}: cells > ORT"
+
+
 ORT_CASES = {
     # name: (T, bS, I, H, direction, per_column, lengths, states, peepholes)
     "forward_per_tensor": (5, 3, 6, 4, "forward", False, False, False, False),
@@ -163,18 +212,17 @@ def test_matches_onnx_runtime(name):
     want = run_ort(case, direction, H)
     got = run_cells(case, direction)
     assert isinstance(got, co.LstmOutputs)
-    tol = ORT_SIGMAS * sigma(case, H)
-    lens = case["sequence_lens"]
     for label, g, w in zip(("Y", "Y_h", "Y_c"), got, want):
         assert g.dtype == np.float32 and g.shape == w.shape, label
-        diff = np.abs(g - w).max()
-        print(f"{name} {label}: max |cells - ORT| = {diff:.2e}, tolerance {tol:.2e}")
-        assert diff <= tol, f"{name} {label}: {diff} > {tol}"
+    exact = float_reference(case, direction)
+    tol = ORT_SIGMAS * sigma(case, H)
+    lens = case["sequence_lens"]
+    assert_against_ort(name, got, want, exact, tol)
     if direction == "bidirectional":
         # the negative control: W's gate blocks o and f swapped moves the outputs past tol
         W = case["W"][:, :, np.r_[0:H, 2 * H:3 * H, H:2 * H, 3 * H:4 * H]]
         wrong = run_cells(dict(case, W=W), direction)
-        assert max(np.abs(g - w).max() for g, w in zip(wrong, want)) > tol
+        assert max(np.abs(g - e).max() for g, e in zip(wrong, exact)) > tol
     if lens is not None:
         # after a row's length, Y is 0 in both
         Y = got[0]
@@ -184,8 +232,9 @@ def test_matches_onnx_runtime(name):
 
 def test_a_model_quantized_by_onnx_runtime(tmp_path):
     """An ONNX LSTM quantized by ONNX Runtime's own quantize_dynamic (per column, and per
-    tensor): its DynamicQuantizeLSTM's initializers, run by cells, agree with ONNX Runtime
-    running the quantized model."""
+    tensor): its DynamicQuantizeLSTM's initializers, run by cells, agree with the float LSTM
+    of the dequantized weights, and with ONNX Runtime running the quantized model as closely
+    as ONNX Runtime is accurate here (assert_against_ort)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     rng = np.random.default_rng(2)
@@ -215,9 +264,8 @@ def test_a_model_quantized_by_onnx_runtime(tmp_path):
         want = ort.InferenceSession(quantized.SerializeToString(),
                                     providers=["CPUExecutionProvider"]).run(None, {"X": X})
         got = run_cells(case, "bidirectional")
-        tol = ORT_SIGMAS * sigma(case, H)
-        for g, w in zip(got, want):
-            assert np.abs(g - w).max() <= tol
+        assert_against_ort(f"per_channel={per_channel}", got, want,
+                           float_reference(case, "bidirectional"), ORT_SIGMAS * sigma(case, H))
         # and both are int8 approximations of the float LSTM
         exact = co.lstm(X, W, R, B, direction="bidirectional")
         assert np.abs(got[0] - exact[0]).max() < 0.05
@@ -237,7 +285,7 @@ def test_each_step_matches_the_reference_of_cells_int8_model(per_column, peephol
     sr = blocks(np.broadcast_to(case["R_scale"][0], (4 * H,)), GATES_TO_CELLS, H)
     Bd = case["B"][0]
     b = blocks((Bd[:4 * H] + Bd[4 * H:]).astype(np.float32), GATES_TO_CELLS, H)
-    Wp = None if case["P"] is None else blocks(case["P"][0], PEEPHOLES_TO_CELLS, H)
+    Wp = None if case.get("P") is None else blocks(case["P"][0], PEEPHOLES_TO_CELLS, H)
     Wx_f, Wr_f = np.zeros((I, 4 * H)), np.zeros((H, 4 * H))   # shapes only: I != H
 
     def product(a, w):

@@ -1,11 +1,13 @@
 """benchmarks/serving.py --lowp --quick, the smoke run of the low-precision benchmark: every
 contender (cells' float32, int8 and bfloat16 nets, ONNX Runtime's DynamicQuantizeLSTM, torch's
-dynamically quantized LSTM and GRU, the NumPy bfloat16 emulation) builds, agrees with the float64
-reference, and lands in the tables and the JSON. The timings themselves are not checked."""
+dynamically quantized LSTM and GRU, the NumPy bfloat16 emulation) builds and lands in the tables
+and the JSON, cells' nets within their tolerance of the float64 reference, the peers' errors
+measured. The timings themselves are not checked."""
 import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -38,10 +40,13 @@ def test_lowp_quick_run_measures_every_contender(serving, monkeypatch, tmp_path,
 
     accuracy = {(r["family"], r["contender"]): r for r in results["accuracy"]}
     for family in ("lstm", "gru"):
-        for name in ("cells float32", "cells int8", "cells bf16", "torch qint8",
-                     "bf16 rounding"):
+        for name in serving.LOWP_NETS:
             assert 0 < accuracy[family, name]["max"] < serving.LOWP_TOLERANCE
+        # the peers' errors are measured (how large depends on the CPU), never held to it
+        for name in ("torch qint8", "bf16 rounding"):
+            assert 0 < accuracy[family, name]["max"] < np.inf
     assert ("lstm", "ORT-DQ") in accuracy and ("gru", "ORT-DQ") not in accuracy
+    assert 0 < accuracy["lstm", "ORT-DQ"]["max"] < np.inf
     # torch qint8 is quantized (float32 would be within 1e-6), cells float32 is float32.
     assert accuracy["lstm", "torch qint8"]["max"] > 1e-3
     assert accuracy["lstm", "cells float32"]["max"] < 1e-5
