@@ -26,9 +26,13 @@ docstrings give, whose fields carry those names.
 
     cells.convert                       weight layouts of PyTorch, Keras, ONNX, the block GRU cell
     cells.onnx                          ONNX's GRU, LSTM and RNN operators, and their gradients
+
+    cells.instruction_set()             the CPU kernels' path: "avx512", "avx2" or "generic" (the
+                                        best the CPU has, or the one CELLS_ISA names)
 """
 from cells import convert as convert  # the submodules, as attributes of cells
 from cells import onnx as onnx
+from cells._isa import instruction_set
 from cells._prepared import (
     GruState,
     LltmState,
@@ -111,6 +115,7 @@ from cells.rnn import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "instruction_set",
     "PreparedNet",
     "NetResult",
     "GruState",

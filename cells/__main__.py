@@ -305,12 +305,18 @@ def benchmark(families, threads, repeats):
                                for k, (x, w) in enumerate(zip(row, widths))))
 
 
+def describe_machine():
+    """The first line of the report: cells' version and place, the CPUs, the load and the
+    instruction set the kernels run (cells.instruction_set(): CELLS_ISA chooses another)."""
+    return (f"cells {cells.__version__} ({os.path.dirname(cells.__file__)}), "
+            f"{available_cpus()} CPUs available, load average {os.getloadavg()[0]:.2f}, "
+            f"instruction set: {cells.instruction_set()}")
+
+
 def main(argv=None):
     args = parse_args(argv)
     start = time.perf_counter()
-    print(f"cells {cells.__version__} ({os.path.dirname(cells.__file__)}), "
-          f"{available_cpus()} CPUs available, load average "
-          f"{os.getloadavg()[0]:.2f}")
+    print(describe_machine())
     for pool in threadpoolctl.threadpool_info():
         print(f"  thread pool: {pool['user_api']} {pool['internal_api']} {pool.get('version')} "
               f"num_threads={pool['num_threads']} ({os.path.basename(pool['filepath'])})")

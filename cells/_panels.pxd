@@ -15,6 +15,13 @@ from cells._blas cimport OVERWRITE, real
 cdef extern from "stdlib.h" nogil:
     int posix_memalign(void **memptr, size_t alignment, size_t size)
 
+cdef extern from "cells/isa.h" nogil:
+    # The kernels' instruction set (CELLS_ISA_AVX512 4, CELLS_ISA_AVX2 3, CELLS_ISA_GENERIC 0)
+    int cells_isa_cpu()             # the best this CPU runs
+    int cells_isa()                 # the one in use
+    void cells_isa_set(int isa)     # at most cells_isa_cpu()
+
+
 cdef extern from "cells/panel.h" nogil:
     enum: CELLS_PANEL_TN_C_BYTES   # gemm_tn's largest C, in bytes
     enum: CELLS_PANEL_WIDTH_F      # a panel's columns: floats,

@@ -81,7 +81,8 @@ from cells._team cimport (
 from cells._panels cimport (
     BF16_PANELS, CELLS_LOWP_Q8_K_MAX, CELLS_LOWP_Q8_QMAX, CELLS_PANEL_TN_C_BYTES,
     CELLS_PANEL_WIDTH_D, CELLS_PANEL_WIDTH_F, INT8_PANELS, NATIVE_PANELS, PROJECT_ROWS,
-    PackedWeights, Rows, RowScratch, cells_lowp_q8_pack_quantized, convert_rows, free_packed,
+    PackedWeights, Rows, RowScratch, cells_isa, cells_isa_cpu, cells_isa_set,
+    cells_lowp_q8_pack_quantized, convert_rows, free_packed,
     gemm_packed, lowp_row_bytes, multiply, pack_lowp, pack_weights, panel_columns, project,
     project_rows, rows_from, weights_in_place,
 )
@@ -107,6 +108,23 @@ MAX_THREADS = CELLS_MAX_THREADS
 # larger ones go to BLAS (cells/_loops.pxd, weight_grad).
 TN_C_BYTES = CELLS_PANEL_TN_C_BYTES
 cells_team_register_fork_handler()
+
+
+def cpu_instruction_set():
+    """The best instruction set of the kernels this CPU runs: 4 (AVX-512), 3 (AVX2) or 0 (the
+    baseline) (include/cells/isa.h; cells/_isa.py names them)."""
+    return cells_isa_cpu()
+
+
+def instruction_set():
+    """The instruction set the kernels run now (as cpu_instruction_set)."""
+    return cells_isa()
+
+
+def set_instruction_set(int isa):
+    """Runs the kernels on `isa`, which cells/_isa.py has checked against the CPU."""
+    cells_isa_set(isa)
+
 
 # The LSTM's default activations, (code, alpha, beta) of the gates i, f, o, of the candidate
 # and of the output (libnd4j's codes, include/cells/activations.h): σ, tanh, tanh.

@@ -4,6 +4,8 @@ import sys
 import numpy as np
 import pytest
 
+from cells import _isa
+
 # Make the helper module tests/gru_reference.py importable as `gru_reference`.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,3 +52,11 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(params=_isa.available())
+def each_instruction_set(request):
+    """Runs the test once on each instruction set this CPU runs (cells.instruction_set's
+    paths: an AVX-512 machine runs its AVX2 and baseline kernels too)."""
+    with _isa.forced(request.param):
+        yield request.param

@@ -21,6 +21,10 @@ import pytest
 import cells
 from cells import _families, _time_loop
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 CASES = [pytest.param(family, options, id=f"{name}-{variant}")
          for name, family in _families.FAMILIES.items()
          for variant, (_, options) in family.variants.items()]

@@ -9,6 +9,10 @@ from gru_reference import (
     make_cell_problem, round32, sigmoid,
 )
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 NAMES5 = ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb")
 # (bS, nIn, nOut): bS = 1, nIn != nOut both ways, one nOut = 1 case, a moderately large case.
 SHAPES = [(1, 3, 2), (4, 5, 3), (3, 2, 6), (2, 4, 1), (5, 13, 24)]

@@ -9,6 +9,10 @@ from gru_reference import (
     gru_time_loop_forward, make_seq_problem, round32, split_bias,
 )
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 NAMES5 = ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb")
 # (sL, bS, nIn, nOut): sL = 1, bS = 1, nIn != nOut both ways, one nOut = 1, a moderate case.
 SHAPES = [(1, 3, 4, 2), (4, 1, 2, 5), (3, 2, 6, 3), (5, 3, 2, 1), (7, 5, 13, 24)]

@@ -15,6 +15,10 @@ import cells
 
 torch = pytest.importorskip("torch")
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 sL, bS, nIn, nOut = 5, 3, 4, 6
 # float32 against the float64 reference on the same inputs: a LayerNorm divides by the row's
 # standard deviation (~0.3 here, not small), so each pre-activation keeps the ~1e-6 rounding of

@@ -6,6 +6,10 @@ import pytest
 
 import cells
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 sL, bS, nIn, nOut = 4, 3, 5, 6
 rng = np.random.default_rng(11)
 

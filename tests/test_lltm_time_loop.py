@@ -13,6 +13,10 @@ from lltm_reference import (
     lltm_seq_backward, lltm_seq_forward, make_fd_problem, make_lltm_problem,
 )
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 GRAD_NAMES = ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI")
 # (sL, bS, nIn, S): sL = 1, bS = 1, nIn != S both ways, S = 1, and S = 24 (two threads split).
 SHAPES = [(1, 3, 4, 2), (4, 1, 2, 5), (3, 4, 6, 3), (5, 3, 2, 1), (7, 5, 13, 24)]

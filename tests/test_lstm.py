@@ -14,6 +14,10 @@ from lstm_reference import (
     make_lstm_problem, pick_cell_clip,
 )
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 NAMES7 = ("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI", "dLdWp")
 INPUTS = ("x", "Wx", "Wr", "b", "hI", "cI", "Wp")
 # (sL, bS, nIn, nOut, seq_len): sL = 1, bS = 1, nIn != nOut both ways, nOut = 1, lengths 0 and sL

@@ -16,6 +16,10 @@ from lstm_reference import (
     lstm_time_loop_backward, lstm_time_loop_forward, make_lstm_problem, pick_cell_clip,
 )
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 INPUTS = ("x", "Wx", "Wr", "b", "hI", "cI", "Wp", "Wproj")
 NAMES = ("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI", "dLdWp", "dLdWproj")
 # (sL, bS, nIn, nOut, nProj, seq_len): nProj below and above nOut, sL = 1, lengths 0 and sL and

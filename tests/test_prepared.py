@@ -23,6 +23,10 @@ from rnn_reference import rnn_seq_forward
 
 import cells
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 nIn, nOut, nProj, sL, bS = 13, 70, 40, 9, 20
 # float32 net vs float64 reference on the same float32 inputs: each pre-activation is a dot of
 # nIn + nOut = 83 terms of size <= ~0.5 (|x| ~ 1, weights ~ 0.1, states <= 1): worst-case

@@ -18,6 +18,10 @@ from test_prepared import CASES, case_parameters, nIn, nOut, prepare_case, rando
 
 import cells
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 KINDS = ["int8", "bfloat16"]
 # test_prepared's cases, and an LSTM with other activations than the default: hard sigmoid
 # gates, a scaled tanh candidate (1.5·tanh(0.7·z)), a softsign output

@@ -23,6 +23,10 @@ from rnn_reference import (
     rnn_seq_backward, rnn_seq_forward,
 )
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 NAMES5 = ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb")
 
 # float32 sequences. Nothing holds the vanilla recurrence back as a GRU's update gate does: with

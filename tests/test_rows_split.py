@@ -26,6 +26,10 @@ from lltm_reference import lltm_seq_backward, lltm_seq_forward, make_lltm_proble
 from lstm_reference import lstm_time_loop_backward, lstm_time_loop_forward, make_lstm_problem
 from rnn_reference import make_rnn_problem, rnn_seq_backward, rnn_seq_forward
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 sL, nIn, nOut = 5, 6, 16
 # (bS, n_threads): batches that split, the first at the smallest size that does.
 SPLITS = [(16, 2), (37, 2), (25, 3)]

@@ -17,6 +17,10 @@ from gru_reference import F64_TOL, assert_close
 from lltm_reference import lltm_seq_backward, make_lltm_problem
 from lstm_reference import lstm_time_loop_backward, make_lstm_problem
 
+# Every test here runs on each instruction set this CPU runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("each_instruction_set")
+
+
 sL, bS, nOut = 3, 5, 40
 SEQ_LEN = np.array([3, 0, 2, 3, 1])
 

@@ -46,8 +46,8 @@ CELLS_FN int cells_act_keeps_output(int code) {
 /* The helpers FN(expm1) and FN(log1p) that common.h does not have: e^z - 1 as common.h's
  * cells_exp_f / cells_exp_d minus 1 (absolute error about 1e-7 / 2e-16, as the ELU's); libm's
  * log1p (softplus is the one activation that needs a logarithm). */
-CELLS_FN float cells_expm1_f(float z) { return cells_exp_f(z) - 1.0f; }
-CELLS_FN double cells_expm1_d(double z) { return cells_exp_d(z) - 1.0; }
+CELLS_INLINE float cells_expm1_f(float z) { return cells_exp_f(z) - 1.0f; }
+CELLS_INLINE double cells_expm1_d(double z) { return cells_exp_d(z) - 1.0; }
 CELLS_FN float cells_log1p_f(float z) { return log1pf(z); }
 CELLS_FN double cells_log1p_d(double z) { return log1p(z); }
 

@@ -10,104 +10,104 @@
  * double): here every value is in the call's dtype and softplus does not overflow.
  */
 
-CELLS_FN REAL FN(act_tanh)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_tanh)(REAL z, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return FN(tanh)(z);
 }
-CELLS_FN REAL FN(act_tanh_grad)(REAL a, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_tanh_grad)(REAL a, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return 1 - a * a;
 }
 
-CELLS_FN REAL FN(act_relu)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_relu)(REAL z, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return z < 0 ? 0 : z;
 }
 /* z > 0 exactly where a > 0 */
-CELLS_FN REAL FN(act_relu_grad)(REAL a, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_relu_grad)(REAL a, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return a > 0 ? 1 : 0;
 }
 
-CELLS_FN REAL FN(act_sigmoid)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_sigmoid)(REAL z, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return FN(sigmoid)(z);
 }
-CELLS_FN REAL FN(act_sigmoid_grad)(REAL a, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_sigmoid_grad)(REAL a, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return a * (1 - a);
 }
 
-CELLS_FN REAL FN(act_affine)(REAL z, REAL alpha, REAL beta) { return alpha * z + beta; }
-CELLS_FN REAL FN(act_affine_grad)(REAL a, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_affine)(REAL z, REAL alpha, REAL beta) { return alpha * z + beta; }
+CELLS_INLINE REAL FN(act_affine_grad)(REAL a, REAL alpha, REAL beta) {
     (void)a, (void)beta;
     return alpha;
 }
 
-CELLS_FN REAL FN(act_leaky_relu)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_leaky_relu)(REAL z, REAL alpha, REAL beta) {
     (void)beta;
     return z < 0 ? alpha * z : z;
 }
-CELLS_FN REAL FN(act_leaky_relu_grad)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_leaky_relu_grad)(REAL z, REAL alpha, REAL beta) {
     (void)beta;
     return z >= 0 ? 1 : alpha;
 }
 
-CELLS_FN REAL FN(act_thresholded_relu)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_thresholded_relu)(REAL z, REAL alpha, REAL beta) {
     (void)beta;
     return z > alpha ? z : 0;
 }
-CELLS_FN REAL FN(act_thresholded_relu_grad)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_thresholded_relu_grad)(REAL z, REAL alpha, REAL beta) {
     (void)beta;
     return z > alpha ? 1 : 0;
 }
 
-CELLS_FN REAL FN(act_scaled_tanh)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_scaled_tanh)(REAL z, REAL alpha, REAL beta) {
     return alpha * FN(tanh)(beta * z);
 }
-CELLS_FN REAL FN(act_scaled_tanh_grad)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_scaled_tanh_grad)(REAL z, REAL alpha, REAL beta) {
     REAL t = FN(tanh)(beta * z);
     return alpha * beta * (1 - t * t);
 }
 
 /* libnd4j's float literals 0.2f and 0.5f, also in double (0.2f = 0.20000000298...). */
-CELLS_FN REAL FN(act_hard_sigmoid)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_hard_sigmoid)(REAL z, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     REAL v = (REAL)0.2f * z + (REAL)0.5f;
     v = v < 0 ? 0 : v;
     return v > 1 ? 1 : v;
 }
-CELLS_FN REAL FN(act_hard_sigmoid_grad)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_hard_sigmoid_grad)(REAL z, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return z < (REAL)-2.5f || z > (REAL)2.5f ? 0 : (REAL)0.2f;
 }
 
-CELLS_FN REAL FN(act_elu)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_elu)(REAL z, REAL alpha, REAL beta) {
     (void)beta;
     return z >= 0 ? z : alpha * FN(expm1)(z);
 }
-CELLS_FN REAL FN(act_elu_grad)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_elu_grad)(REAL z, REAL alpha, REAL beta) {
     (void)beta;
     return z >= 0 ? 1 : alpha * FN(exp)(z);
 }
 
-CELLS_FN REAL FN(act_softsign)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_softsign)(REAL z, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return z / (1 + (z < 0 ? -z : z));
 }
 /* 1 / (1 + |z|)² = (1 - |a|)² */
-CELLS_FN REAL FN(act_softsign_grad)(REAL a, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_softsign_grad)(REAL a, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     REAL s = 1 - (a < 0 ? -a : a);
     return s * s;
 }
 
 /* log(1 + e^z) = max(z, 0) + log(1 + e^-|z|) */
-CELLS_FN REAL FN(act_softplus)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_softplus)(REAL z, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return (z > 0 ? z : 0) + FN(log1p)(FN(exp)(z > 0 ? -z : z));
 }
-CELLS_FN REAL FN(act_softplus_grad)(REAL z, REAL alpha, REAL beta) {
+CELLS_INLINE REAL FN(act_softplus_grad)(REAL z, REAL alpha, REAL beta) {
     (void)alpha, (void)beta;
     return FN(sigmoid)(z);
 }
@@ -151,7 +151,7 @@ CELLS_ROW FN(act_grad_row)(const cells_activation *act, ptrdiff_t n, const REAL 
 
 /* The activated values from what the forward kept: `kept` itself when that is a, else
  * act(kept) written to `tmp` [n]. */
-CELLS_FN const REAL *FN(act_values)(const cells_activation *act, ptrdiff_t n,
+CELLS_INLINE const REAL *FN(act_values)(const cells_activation *act, ptrdiff_t n,
                                     const REAL *kept, REAL *tmp) {
     if (cells_act_keeps_output(act->code))
         return kept;
@@ -162,7 +162,7 @@ CELLS_FN const REAL *FN(act_values)(const cells_activation *act, ptrdiff_t n,
 /* The forward of one activation over a row of pre-activations z, leaving in z what the
  * backward needs (cells_act_keeps_output): the activated values in place, or z itself and the
  * activated values in `tmp` [n]. Returns where the activated values are. */
-CELLS_FN const REAL *FN(act_forward)(const cells_activation *act, ptrdiff_t n, REAL *z,
+CELLS_INLINE const REAL *FN(act_forward)(const cells_activation *act, ptrdiff_t n, REAL *z,
                                      REAL *tmp) {
     REAL *out = cells_act_keeps_output(act->code) ? z : tmp;
     FN(act_row)(act, n, z, out);

@@ -20,6 +20,20 @@
 #define CELLS_RESTRICT restrict
 #endif
 
+/* A row loop, a step made of them, or (CELLS_INLINE) a function that calls one. On the host
+ * with GCC it is always inlined, into the dispatch that cells/isa.h's CELLS_ISA_VERSIONS
+ * compiles once per instruction set (AVX-512, AVX2, the baseline): so each loop is vectorised
+ * for each, and the path is chosen at run time (-march=native is not needed, and a wheel built
+ * on one x86-64 machine runs on any other). The gate math (the activations here, the families'
+ * point functions) is CELLS_INLINE too: a plain inline function could be left out of line,
+ * compiled for the baseline alone, and its loop left scalar. */
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#define CELLS_INLINE static inline __attribute__((always_inline))
+#else
+#define CELLS_INLINE CELLS_FN
+#endif
+#define CELLS_ROW CELLS_INLINE void
+
 /* Before a loop over units whose arrays never overlap: vectorise it without run-time alias
  * checks (restrict alone does not survive inlining into the Cython loops). */
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
@@ -28,16 +42,6 @@
 #define CELLS_SIMD
 #endif
 
-/* Row loops (host only) are compiled for AVX-512 and AVX2 as well as the portable baseline, and
- * the loader picks the best the CPU has (GCC function multi-versioning; -march=native is not
- * needed, and a wheel built on one x86-64 machine still runs on any other). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
-    && !defined(__CUDACC__)
-#define CELLS_ROW static __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
-                                                      "default"))) void
-#else
-#define CELLS_ROW CELLS_FN void
-#endif
 
 /* The float whose IEEE-754 bits are `bits`: the device intrinsic in device code (nvcc's device
  * pass and NVRTC both define __CUDA_ARCH__), memcpy on the host (nvcc's host pass, C compilers). */
@@ -56,7 +60,7 @@ CELLS_FN float cells_float_from_bits(int bits) {
  * + r with |r| <= ln2/2 (ln2 split in two for an exact n·ln2), a degree-6 polynomial for e^r,
  * and 2^n built in the exponent bits. Relative error about 1 ulp (2e-7) for |x| <= 87; inputs
  * are clamped to where neither e^x nor 2^n overflow or go subnormal. */
-CELLS_FN float cells_exp_f(float x) {
+CELLS_INLINE float cells_exp_f(float x) {
     const float round_magic = 12582912.0f; /* 1.5·2^23: adding and subtracting it rounds */
     x = x < -87.0f ? -87.0f : x;
     x = x > 88.0f ? 88.0f : x;
@@ -89,7 +93,7 @@ CELLS_FN double cells_double_from_bits(long long bits) {
  * built in the exponent bits (n fits an int: the vectors convert it without AVX-512).
  * Relative error about 1 ulp (2e-16) for |x| <= 708; inputs are clamped to [-708, 709], where
  * neither e^x nor 2^n overflow or go subnormal. */
-CELLS_FN double cells_exp_d(double x) {
+CELLS_INLINE double cells_exp_d(double x) {
     const double round_magic = 6755399441055744.0; /* 1.5·2^52: adding and subtracting it rounds */
     x = x < -708.0 ? -708.0 : x;
     x = x > 709.0 ? 709.0 : x;
@@ -105,24 +109,24 @@ CELLS_FN double cells_exp_d(double x) {
 }
 
 /* σ(z) = 1 / (1 + e^-z) */
-CELLS_FN float cells_sigmoid_f(float z) { return 1.0f / (1.0f + cells_exp_f(-z)); }
-CELLS_FN double cells_sigmoid_d(double z) { return 1.0 / (1.0 + cells_exp_d(-z)); }
+CELLS_INLINE float cells_sigmoid_f(float z) { return 1.0f / (1.0f + cells_exp_f(-z)); }
+CELLS_INLINE double cells_sigmoid_d(double z) { return 1.0 / (1.0 + cells_exp_d(-z)); }
 
 /* tanh(z) = 1 - 2 / (1 + e^2z): absolute error about 2e-7 in float32 and 4e-16 in float64
  * (its relative error near 0 is larger, which no gate sees: c enters h, and 1 - c², as an
  * absolute quantity). */
-CELLS_FN float cells_tanh_f(float z) { return 1.0f - 2.0f / (1.0f + cells_exp_f(2.0f * z)); }
-CELLS_FN double cells_tanh_d(double z) { return 1.0 - 2.0 / (1.0 + cells_exp_d(2.0 * z)); }
+CELLS_INLINE float cells_tanh_f(float z) { return 1.0f - 2.0f / (1.0f + cells_exp_f(2.0f * z)); }
+CELLS_INLINE double cells_tanh_d(double z) { return 1.0 - 2.0 / (1.0 + cells_exp_d(2.0 * z)); }
 
 /* elu(z) = z (z > 0), α·(e^z - 1) (z <= 0), with α = 1 (the LLTM candidate): e^z - 1 with
  * cells_exp_f / cells_exp_d (absolute error about 1e-7 / 2e-16 near 0, which no gate sees: the
  * candidate enters the cell state as an absolute quantity). */
-CELLS_FN float cells_elu_f(float z) { return z > 0.0f ? z : cells_exp_f(z) - 1.0f; }
-CELLS_FN double cells_elu_d(double z) { return z > 0.0 ? z : cells_exp_d(z) - 1.0; }
+CELLS_INLINE float cells_elu_f(float z) { return z > 0.0f ? z : cells_exp_f(z) - 1.0f; }
+CELLS_INLINE double cells_elu_d(double z) { return z > 0.0 ? z : cells_exp_d(z) - 1.0; }
 
 /* elu'(z), given e = elu(z) (α = 1): 1 where z > 0 (there e > 0), else α·e^z = e + α. At the
  * kink z = 0 (e = 0) that is α·e^0 = 1, the value PyTorch autograd uses. */
-CELLS_FN float cells_elu_grad_f(float e) { return e > 0.0f ? 1.0f : e + 1.0f; }
-CELLS_FN double cells_elu_grad_d(double e) { return e > 0.0 ? 1.0 : e + 1.0; }
+CELLS_INLINE float cells_elu_grad_f(float e) { return e > 0.0f ? 1.0f : e + 1.0f; }
+CELLS_INLINE double cells_elu_grad_d(double e) { return e > 0.0 ? 1.0 : e + 1.0; }
 
 #endif

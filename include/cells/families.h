@@ -13,6 +13,7 @@
 #include "cells/family_rows.h"
 #include "cells/gru.h"
 #include "cells/indrnn.h"
+#include "cells/isa.h"
 #include "cells/layer_norm.h"
 #include "cells/lltm.h"
 #include "cells/lstm.h"

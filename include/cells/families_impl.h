@@ -19,7 +19,7 @@
         break;
 #define CELLS_FORWARD_PHASES(steps, phases) CELLS_FORWARD_PHASES_(steps, phases)
 
-CELLS_FN void FN(forward_step)(int family, int second_phase, const cells_step_options *o,
+CELLS_ROW FN(forward_step_any)(int family, int second_phase, const cells_step_options *o,
                                ptrdiff_t n, ptrdiff_t nOut, const REAL *zx, REAL *zh,
                                const REAL *hPrev, const REAL *cPrev, const REAL *P, REAL *g,
                                REAL *aux, REAL *hNext, REAL *cNext) {
@@ -27,6 +27,13 @@ CELLS_FN void FN(forward_step)(int family, int second_phase, const cells_step_op
         CELLS_FAMILY_LIST(CELLS_FORWARD_CASE_)
     }
 }
+/* FN(forward_step): the above, compiled for each instruction set (cells/isa.h). */
+CELLS_ISA_VERSIONS(FN(forward_step), FN(forward_step_any),
+                   (int family, int second_phase, const cells_step_options *o, ptrdiff_t n,
+                    ptrdiff_t nOut, const REAL *zx, REAL *zh, const REAL *hPrev,
+                    const REAL *cPrev, const REAL *P, REAL *g, REAL *aux, REAL *hNext,
+                    REAL *cNext),
+                   (family, second_phase, CELLS_FORWARD_ARGS_))
 
 #define CELLS_BACKWARD_ARGS_ o, n, nOut, dLdh, dLdg, g, aux, daux, hPrev, cPrev, c, P, d, dh, dc, dP
 #define CELLS_BACKWARD_1_(steps) FN(steps##_backward)(CELLS_BACKWARD_ARGS_)
@@ -43,7 +50,7 @@ CELLS_FN void FN(forward_step)(int family, int second_phase, const cells_step_op
                               CELLS_FAMILY_PHASES(CELLS_FAMILY_##TAG));                      \
         break;
 
-CELLS_FN void FN(backward_step)(int family, int second_phase, const cells_step_options *o,
+CELLS_ROW FN(backward_step_any)(int family, int second_phase, const cells_step_options *o,
                                 ptrdiff_t n, ptrdiff_t nOut, const REAL *dLdh,
                                 const REAL *dLdg, REAL *g, REAL *aux, const REAL *daux,
                                 const REAL *hPrev, const REAL *cPrev, const REAL *c,
@@ -52,6 +59,13 @@ CELLS_FN void FN(backward_step)(int family, int second_phase, const cells_step_o
         CELLS_FAMILY_LIST(CELLS_BACKWARD_CASE_)
     }
 }
+/* FN(backward_step): the above, compiled for each instruction set (cells/isa.h). */
+CELLS_ISA_VERSIONS(FN(backward_step), FN(backward_step_any),
+                   (int family, int second_phase, const cells_step_options *o, ptrdiff_t n,
+                    ptrdiff_t nOut, const REAL *dLdh, const REAL *dLdg, REAL *g, REAL *aux,
+                    const REAL *daux, const REAL *hPrev, const REAL *cPrev, const REAL *c,
+                    const REAL *P, REAL *d, REAL *dh, REAL *dc, REAL *dP),
+                   (family, second_phase, CELLS_BACKWARD_ARGS_))
 
 #undef CELLS_FORWARD_ARGS_
 #undef CELLS_FORWARD_1_

@@ -11,7 +11,7 @@
 #define CELLS_LOWP_EXACT
 #endif
 
-#if CELLS_PANEL_X86
+#if CELLS_ISA_X86
 #define CELLS_LOWP_X86 1
 #include <immintrin.h>
 #else
@@ -21,13 +21,18 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Instruction sets */
 
-/* The best int8 / bfloat16 instruction set this CPU runs (CELLS_LOWP_ISA_*). */
+/* The int8 / bfloat16 instruction set of cells_isa() (cells/isa.h: the CPU's best, or the
+ * lower path the process chose): on AVX-512, the dot-product extension where the CPU has it
+ * (CELLS_LOWP_ISA_*). */
+static inline int cells_lowp_isa_of(int isa, int has_dot) {
+    return isa == CELLS_ISA_AVX512 ? (has_dot ? CELLS_LOWP_ISA_DOT : CELLS_LOWP_ISA_AVX512)
+           : isa == CELLS_ISA_AVX2 ? CELLS_LOWP_ISA_AVX2
+                                   : CELLS_LOWP_ISA_BASE;
+}
 static inline int cells_lowp_isa_q8(void) {
 #if CELLS_LOWP_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("x86-64-v4"))
-        return __builtin_cpu_supports("avx512vnni") ? CELLS_LOWP_ISA_DOT : CELLS_LOWP_ISA_AVX512;
-    return __builtin_cpu_supports("x86-64-v3") ? CELLS_LOWP_ISA_AVX2 : CELLS_LOWP_ISA_BASE;
+    return cells_lowp_isa_of(cells_isa(), __builtin_cpu_supports("avx512vnni"));
 #else
     return CELLS_LOWP_ISA_BASE;
 #endif
@@ -35,9 +40,7 @@ static inline int cells_lowp_isa_q8(void) {
 static inline int cells_lowp_isa_bf16(void) {
 #if CELLS_LOWP_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("x86-64-v4"))
-        return __builtin_cpu_supports("avx512bf16") ? CELLS_LOWP_ISA_DOT : CELLS_LOWP_ISA_AVX512;
-    return __builtin_cpu_supports("x86-64-v3") ? CELLS_LOWP_ISA_AVX2 : CELLS_LOWP_ISA_BASE;
+    return cells_lowp_isa_of(cells_isa(), __builtin_cpu_supports("avx512bf16"));
 #else
     return CELLS_LOWP_ISA_BASE;
 #endif

@@ -16,13 +16,13 @@
  */
 
 /* v limited to [-clip, clip]; NaN stays NaN. */
-CELLS_FN REAL FN(lstm_clip)(REAL v, REAL clip) {
+CELLS_INLINE REAL FN(lstm_clip)(REAL v, REAL clip) {
     v = v < -clip ? -clip : v;
     return v > clip ? clip : v;
 }
 
 /* One step of one unit. zi, zf, zg, zo hold everything but the peephole terms. */
-CELLS_FN void FN(lstm_step)(REAL zi, REAL zf, REAL zg, REAL zo, REAL wpi, REAL wpf, REAL wpo,
+CELLS_INLINE void FN(lstm_step)(REAL zi, REAL zf, REAL zg, REAL zo, REAL wpi, REAL wpf, REAL wpo,
                             REAL clip, REAL cPrev,
                             REAL *i, REAL *f, REAL *g, REAL *o, REAL *c, REAL *h) {
     *i = FN(sigmoid)(zi + wpi * cPrev);
@@ -42,7 +42,7 @@ CELLS_FN void FN(lstm_step)(REAL zi, REAL zf, REAL zg, REAL zo, REAL wpi, REAL w
  *   dzi = dĉr∘g∘i(1-i),  dzf = dĉr∘cPrev∘f(1-f),  dzg = dĉr∘i∘(1-g²)
  *   dcPrev = dĉr∘f + dzi∘wp_i + dzf∘wp_f
  * (dL/dhPrev = dz·Wrᵀ is a product over all units: the caller's.) */
-CELLS_FN void FN(lstm_bp_step)(REAL dh, REAL dc, REAL i, REAL f, REAL g, REAL o, REAL c,
+CELLS_INLINE void FN(lstm_bp_step)(REAL dh, REAL dc, REAL i, REAL f, REAL g, REAL o, REAL c,
                                REAL cPrev, REAL wpi, REAL wpf, REAL wpo, REAL clip,
                                REAL *dzi, REAL *dzf, REAL *dzg, REAL *dzo, REAL *dcPrev) {
     REAL tau = FN(tanh)(c);

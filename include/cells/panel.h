@@ -11,6 +11,7 @@
 #define CELLS_PANEL_H
 
 #include "cells/common.h"
+#include "cells/isa.h"
 #if !defined(__CUDACC_RTC__)
 #include <stdint.h>
 #endif
@@ -92,16 +93,15 @@
 #define CELLS_PANEL_UNROLL
 #endif
 
-/* Register blockings, by instruction set:
+/* Register blockings, by instruction set (cells/isa.h's values):
  *   4: x86-64-v4 (AVX-512, 32 zmm registers),  3: x86-64-v3 (AVX2 + FMA, 16 ymm),
  *   0: anything else (the x86-64 baseline, SSE2 with 16 xmm; other platforms).
  * Each blocking is compiled into one function holding all its tile kernels (panel_kernels_4,
  * _3, _0 in panel_impl.h), the only code that depends on the instruction set; gemm_panels
- * picks one per call. CELLS_PANEL_BASE_ISA is the blocking the compiler's own flags allow (4 in
- * a -march=native build on an AVX-512 machine). Above it, where GCC compiles for other
- * instruction sets in the same file (x86-64 Linux, as for CELLS_ROW), the AVX-512 and AVX2
- * kernels are built too, and picked by the test CELLS_ROW's target_clones makes. Not
- * target_clones itself: each clone would then carry all three blockings (330 KB of code). */
+ * picks one per call, by cells_isa(). CELLS_PANEL_BASE_ISA is the blocking the compiler's own
+ * flags allow (4 in a -march=native build on an AVX-512 machine). Above it, where GCC compiles
+ * for other instruction sets in the same file (CELLS_ISA_X86), the AVX-512 and AVX2 kernels
+ * are built too. */
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512CD__) \
     && defined(__AVX512DQ__) && defined(__AVX512VL__)
 #define CELLS_PANEL_BASE_ISA 4
@@ -109,19 +109,6 @@
 #define CELLS_PANEL_BASE_ISA 3
 #else
 #define CELLS_PANEL_BASE_ISA 0
-#endif
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
-    && !defined(__CUDACC__)
-#define CELLS_PANEL_X86 1
-/* The best blocking this CPU runs. */
-static inline int cells_panel_isa(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
-}
-#else
-#define CELLS_PANEL_X86 0
-static inline int cells_panel_isa(void) { return CELLS_PANEL_BASE_ISA; }
 #endif
 
 /* CELLS_PANEL_KERNELS_<isa> starts the definition of blocking <isa>'s kernel function, where
@@ -139,12 +126,12 @@ static inline int cells_panel_isa(void) { return CELLS_PANEL_BASE_ISA; }
 #endif
 #if CELLS_PANEL_BASE_ISA == 4
 #define CELLS_PANEL_KERNELS_4 CELLS_PANEL_KERNELS()
-#elif CELLS_PANEL_X86
+#elif CELLS_ISA_X86
 #define CELLS_PANEL_KERNELS_4 CELLS_PANEL_KERNELS(, target("arch=x86-64-v4"))
 #endif
 #if CELLS_PANEL_BASE_ISA == 3
 #define CELLS_PANEL_KERNELS_3 CELLS_PANEL_KERNELS()
-#elif CELLS_PANEL_X86 && CELLS_PANEL_BASE_ISA < 3
+#elif CELLS_ISA_X86 && CELLS_PANEL_BASE_ISA < 3
 #define CELLS_PANEL_KERNELS_3 CELLS_PANEL_KERNELS(, target("arch=x86-64-v3"))
 #endif
 #if CELLS_PANEL_BASE_ISA == 0

@@ -45,11 +45,11 @@ CELLS_FN REAL *FN(panel_aligned)(REAL *buf) {
  * Reads only the K·n elements of op(B), writes all FN(panel_len)(K, n) of P; Bᵀ is
  * transposed in vectors where it can be (panel.h, CELLS_PANEL_TRANSPOSE), which runs at about
  * twice the rate of a copy element by element. */
-CELLS_ROW FN(pack_panels)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRICT B,
-                          ptrdiff_t ldb, int transB, REAL *CELLS_RESTRICT P) {
-    /* A row loop (CELLS_ROW: compiled for AVX-512 and AVX2 too). Compiled for the baseline
-     * alone and inlined into the time loop, its copy becomes a memmove call or SSE2 moves,
-     * whichever the build chooses, and the calls that pack run slower. */
+CELLS_ROW FN(pack_panels_any)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRICT B,
+                              ptrdiff_t ldb, int transB, REAL *CELLS_RESTRICT P) {
+    /* A row loop, compiled for each instruction set (FN(pack_panels) below). Compiled for the
+     * baseline alone and inlined into the time loop, its copy becomes a memmove call or SSE2
+     * moves, whichever the build chooses, and the calls that pack run slower. */
     enum { NR = CELLS_PANEL_BYTES / sizeof(REAL) };
     for (ptrdiff_t j0 = 0; j0 < n; j0 += NR) {
         const ptrdiff_t w = n - j0 < NR ? n - j0 : NR;
@@ -97,6 +97,10 @@ CELLS_ROW FN(pack_panels)(ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRICT B
         }
     }
 }
+CELLS_ISA_VERSIONS(FN(pack_panels), FN(pack_panels_any),
+                   (ptrdiff_t K, ptrdiff_t n, const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
+                    int transB, REAL *CELLS_RESTRICT P),
+                   (K, n, B, ldb, transB, P))
 
 /* One vector of the micro-kernel: CELLS_PANEL_VBYTES = 64 bytes, loaded and stored unaligned,
  * and its operations. With vector extensions it is held as what the instruction set `isa` (a
@@ -685,12 +689,12 @@ CELLS_FN void FN(panel_gemm)(int isa, int fixed, ptrdiff_t M, ptrdiff_t n, ptrdi
  *      hold NaN), otherwise C = A·op(B) + bias + beta·C (beta = 1 accumulates exactly)
  * M = 0 or n = 0 does nothing; K = 0 sets C = bias + beta·C. Single-threaded: threads each call
  * it on their own panels (see the top of this file). Runs the AVX-512, AVX2 or baseline
- * kernels, the best the CPU has (cells_panel_isa). */
+ * kernels, the best the CPU has (cells_isa, cells/isa.h). */
 CELLS_FN void FN(gemm_panels)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                               const REAL *CELLS_RESTRICT A, ptrdiff_t lda,
                               const REAL *CELLS_RESTRICT P, const REAL *CELLS_RESTRICT bias,
                               REAL beta, REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-    FN(panel_gemm)(cells_panel_isa(), 0, M, n, K, A, lda, P, bias, beta, C, ldc);
+    FN(panel_gemm)(cells_isa(), 0, M, n, K, A, lda, P, bias, beta, C, ldc);
 }
 
 /* gemm_panels in fixed order: each element of C is Σ_k A[i, k]·op(B)[k, j] summed in one
@@ -704,7 +708,7 @@ CELLS_FN void FN(gemm_panels_fixed)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
                                     const REAL *CELLS_RESTRICT P,
                                     const REAL *CELLS_RESTRICT bias, REAL beta,
                                     REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-    FN(panel_gemm)(cells_panel_isa(), 1, M, n, K, A, lda, P, bias, beta, C, ldc);
+    FN(panel_gemm)(cells_isa(), 1, M, n, K, A, lda, P, bias, beta, C, ldc);
 }
 
 /* C = op(A)·B (+ bias) + beta·C with B [K, ldb] read in place (no packed copy), with blocking
@@ -783,11 +787,11 @@ CELLS_FN void FN(panel_gemm_unpacked)(int isa, int tn, ptrdiff_t M, ptrdiff_t n,
  *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may
  *      hold NaN), otherwise C = Aᵀ·B + beta·C
  * M = 0 or n = 0 does nothing; K = 0 sets C = beta·C. Single-threaded; runs the kernels
- * gemm_panels does (cells_panel_isa). */
+ * gemm_panels does (cells_isa, cells/isa.h). */
 CELLS_FN void FN(gemm_tn)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
                           ptrdiff_t lda, const REAL *CELLS_RESTRICT B, ptrdiff_t ldb, REAL beta,
                           REAL *CELLS_RESTRICT C, ptrdiff_t ldc) {
-    FN(panel_gemm_unpacked)(cells_panel_isa(), 1, M, n, K, A, lda, B, ldb, 0, beta, C, ldc);
+    FN(panel_gemm_unpacked)(cells_isa(), 1, M, n, K, A, lda, B, ldb, 0, beta, C, ldc);
 }
 
 /* C = A·B (+ bias) + beta·C, both read in place: a product that runs once, which packing B
@@ -799,12 +803,12 @@ CELLS_FN void FN(gemm_tn)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CEL
  *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may
  *      hold NaN), otherwise C = A·B + bias + beta·C
  * M = 0 or n = 0 does nothing; K = 0 sets C = bias + beta·C. Single-threaded; runs the kernels
- * gemm_panels does (cells_panel_isa). */
+ * gemm_panels does (cells_isa, cells/isa.h). */
 CELLS_FN void FN(gemm_nn)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
                           ptrdiff_t lda, const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
                           const REAL *CELLS_RESTRICT bias, REAL beta, REAL *CELLS_RESTRICT C,
                           ptrdiff_t ldc) {
-    FN(panel_gemm_unpacked)(cells_panel_isa(), 0, M, n, K, A, lda, B, ldb, bias, beta, C, ldc);
+    FN(panel_gemm_unpacked)(cells_isa(), 0, M, n, K, A, lda, B, ldb, bias, beta, C, ldc);
 }
 
 /* gemm_nt with blocking FN(panel_blocking)(isa): C in tiles of dot_mr rows (as equal in height
@@ -846,10 +850,10 @@ CELLS_FN void FN(panel_gemm_nt)(int isa, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
  *   C: [M, ldc >= n], written only in its M rows × n columns; with beta = 0 never read (it may
  *      hold NaN), otherwise C = A·Bᵀ + bias + beta·C
  * M = 0 or n = 0 does nothing; K = 0 sets C = bias + beta·C. Single-threaded; runs the AVX-512,
- * AVX2 or baseline kernels, the best the CPU has (cells_panel_isa). */
+ * AVX2 or baseline kernels, the best the CPU has (cells_isa, cells/isa.h). */
 CELLS_FN void FN(gemm_nt)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K, const REAL *CELLS_RESTRICT A,
                           ptrdiff_t lda, const REAL *CELLS_RESTRICT B, ptrdiff_t ldb,
                           const REAL *CELLS_RESTRICT bias, REAL beta, REAL *CELLS_RESTRICT C,
                           ptrdiff_t ldc) {
-    FN(panel_gemm_nt)(cells_panel_isa(), M, n, K, A, lda, B, ldb, bias, beta, C, ldc);
+    FN(panel_gemm_nt)(cells_isa(), M, n, K, A, lda, B, ldb, bias, beta, C, ldc);
 }

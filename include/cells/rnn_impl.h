@@ -7,13 +7,13 @@
  */
 
 /* act(z) */
-CELLS_FN REAL FN(rnn_act)(int activation, REAL z) {
+CELLS_INLINE REAL FN(rnn_act)(int activation, REAL z) {
     return activation == CELLS_ACT_RELU ? (z > 0 ? z : 0) : FN(tanh)(z);
 }
 
 /* act'(z), given h = act(z): tanh 1 - h²; relu 1 where z > 0 (there h > 0), else 0 (at z = 0
  * too, PyTorch autograd's value). */
-CELLS_FN REAL FN(rnn_act_grad)(int activation, REAL h) {
+CELLS_INLINE REAL FN(rnn_act_grad)(int activation, REAL h) {
     return activation == CELLS_ACT_RELU ? (h > 0 ? 1 : 0) : 1 - h * h;
 }
 

@@ -52,11 +52,11 @@ typedef struct {
 
 /* The declarations of a family's steps, inside its implementation header (REAL, FN). */
 #define CELLS_FORWARD_STEP(name)                                                             \
-    CELLS_FN void FN(name)(const cells_step_options *o, ptrdiff_t n, ptrdiff_t nOut,       \
+    CELLS_ROW FN(name)(const cells_step_options *o, ptrdiff_t n, ptrdiff_t nOut,       \
                            const REAL *zx, REAL *zh, const REAL *hPrev, const REAL *cPrev,   \
                            const REAL *P, REAL *g, REAL *aux, REAL *hNext, REAL *cNext)
 #define CELLS_BACKWARD_STEP(name)                                                            \
-    CELLS_FN void FN(name)(const cells_step_options *o, ptrdiff_t n, ptrdiff_t nOut,       \
+    CELLS_ROW FN(name)(const cells_step_options *o, ptrdiff_t n, ptrdiff_t nOut,       \
                            const REAL *dLdh, const REAL *dLdg, REAL *g, REAL *aux,           \
                            const REAL *daux, const REAL *hPrev, const REAL *cPrev,           \
                            const REAL *c, const REAL *P, REAL *d, REAL *dh, REAL *dc,        \

@@ -161,7 +161,7 @@ static void every_blocking_##S(const char *what, const product_##S *g, const REA
     static const int isas[] = {4, 3, 0, -1};                                                   \
     for (int run = 0; run < (g->kind == GEMM_PANELS ? 8 : 4); ++run) {                         \
         const int t = run % 4, fixed = run >= 4; /* gemm_panels also in fixed order */         \
-        if (isas[t] > cells_panel_isa()) /* kernels this CPU cannot run */                     \
+        if (isas[t] > cells_isa_cpu()) /* kernels this CPU cannot run */                     \
             continue;                                                                          \
         REAL *C = alloc_##S(lenC, GUARD, (REAL)SENTINEL);                                      \
         for (size_t i = 0; i < lenC; ++i) C[i] = C0[i];                                        \
@@ -354,8 +354,8 @@ int main(void) {
     const ptrdiff_t Ks[] = {0, 1, 7, 64, 129};
     const ptrdiff_t Mmax = 2 * CELLS_PANEL_MR_MAX + 3;
     long cases = 0;
-    printf("cells_panel_isa() = %d; blockings tested for isa 4, 3, 0: %d, %d, %d; "
-           "panel width %td floats / %td doubles\n", cells_panel_isa(), cells_panel_blocking_f(4),
+    printf("cells_isa_cpu() = %d; blockings tested for isa 4, 3, 0: %d, %d, %d; "
+           "panel width %td floats / %td doubles\n", cells_isa_cpu(), cells_panel_blocking_f(4),
            cells_panel_blocking_f(3), cells_panel_blocking_f(0), cells_panel_width_f(),
            cells_panel_width_d());
     for (int type = 0; type < 2; ++type) {
