@@ -1,20 +1,24 @@
-/* The machine's FMA peak: GF/s of independent fused multiply-adds on the widest vectors the
- * compiler targets (build with -march=native: 64-byte vectors are one zmm register with
- * AVX-512, two ymm with AVX2), float and double, on 1 to N threads (OpenMP).
+/* The machine's FMA peak: GF/s of independent fused multiply-adds on the vectors of one
+ * instruction set, float and double, on 1 to N threads (OpenMP). VECTOR_BYTES is that set's
+ * register width: 64 for AVX-512 (-march=x86-64-v4), 32 for AVX2 (-march=x86-64-v3), 16 for
+ * the x86-64 baseline (SSE2, which has no FMA: a multiply and an add, the same 2 FLOPs a lane).
  *
- *     cc -O2 -march=native -fopenmp fma_peak.c -o fma_peak && ./fma_peak 2
+ *     cc -O2 -march=x86-64-v3 -mtune=native -DVECTOR_BYTES=32 -fopenmp fma_peak.c -o fma_peak
+ *     ./fma_peak 2
  *
  * prints one line per dtype and thread count: "float32 <threads> <GF/s>". Each thread runs
  * ACCUMULATORS (12) independent chains a = a·x + y (more than an FMA's latency times the FMA
- * ports, 4 cycles × 2 on Zen 5), so nothing but the FMA units limits it; 2 FLOPs per lane.
- * benchmarks/peak.py builds and runs it.
+ * ports, 4 cycles × 2 on Zen 3 to 5), each in one register (12 + x and y fit AVX2's 16), so
+ * nothing but the FMA units limits it; 2 FLOPs per lane. benchmarks/peak.py builds and runs it.
  */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define ACCUMULATORS 12
+#ifndef VECTOR_BYTES
 #define VECTOR_BYTES 64
+#endif
 #define ITERATIONS 20000000L
 
 typedef float vfloat __attribute__((vector_size(VECTOR_BYTES)));
