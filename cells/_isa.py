@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 from cells import _time_loop
 
-# The paths by name, best first, with include/cells/isa.h's values and what each needs.
-PATHS = {"avx512": 4, "avx2": 3, "generic": 0}
+# The paths by name, best first, with include/cells/isa.h's values, and what each needs.
+PATHS = _time_loop.INSTRUCTION_SETS
 NEEDS = {"avx512": "AVX-512 F/BW/CD/DQ/VL (x86-64-v4)", "avx2": "AVX2 and FMA (x86-64-v3)",
          "generic": "nothing beyond x86-64"}
 NAMES = {code: name for name, code in PATHS.items()}

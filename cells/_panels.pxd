@@ -16,7 +16,10 @@ cdef extern from "stdlib.h" nogil:
     int posix_memalign(void **memptr, size_t alignment, size_t size)
 
 cdef extern from "cells/isa.h" nogil:
-    # The kernels' instruction set (CELLS_ISA_AVX512 4, CELLS_ISA_AVX2 3, CELLS_ISA_GENERIC 0)
+    # The kernels' instruction set, one of these values:
+    enum: CELLS_ISA_AVX512
+    enum: CELLS_ISA_AVX2
+    enum: CELLS_ISA_GENERIC
     int cells_isa_cpu()             # the best this CPU runs
     int cells_isa()                 # the one in use
     void cells_isa_set(int isa)     # at most cells_isa_cpu()

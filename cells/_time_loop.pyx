@@ -81,7 +81,8 @@ from cells._team cimport (
 from cells._panels cimport (
     BF16_PANELS, CELLS_LOWP_Q8_K_MAX, CELLS_LOWP_Q8_QMAX, CELLS_PANEL_TN_C_BYTES,
     CELLS_PANEL_WIDTH_D, CELLS_PANEL_WIDTH_F, INT8_PANELS, NATIVE_PANELS, PROJECT_ROWS,
-    PackedWeights, Rows, RowScratch, cells_isa, cells_isa_cpu, cells_isa_set,
+    CELLS_ISA_AVX2, CELLS_ISA_AVX512, CELLS_ISA_GENERIC, PackedWeights, Rows, RowScratch,
+    cells_isa, cells_isa_cpu, cells_isa_set,
     cells_lowp_q8_pack_quantized, convert_rows, free_packed,
     gemm_packed, lowp_row_bytes, multiply, pack_lowp, pack_weights, panel_columns, project,
     project_rows, rows_from, weights_in_place,
@@ -110,9 +111,14 @@ TN_C_BYTES = CELLS_PANEL_TN_C_BYTES
 cells_team_register_fork_handler()
 
 
+# The kernels' instruction sets by their names in cells' API, best first, and their values in
+# include/cells/isa.h.
+INSTRUCTION_SETS = {"avx512": CELLS_ISA_AVX512, "avx2": CELLS_ISA_AVX2,
+                    "generic": CELLS_ISA_GENERIC}
+
+
 def cpu_instruction_set():
-    """The best instruction set of the kernels this CPU runs: 4 (AVX-512), 3 (AVX2) or 0 (the
-    baseline) (include/cells/isa.h; cells/_isa.py names them)."""
+    """The best instruction set of the kernels this CPU runs (a value of INSTRUCTION_SETS)."""
     return cells_isa_cpu()
 
 

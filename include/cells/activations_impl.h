@@ -152,7 +152,7 @@ CELLS_ROW FN(act_grad_row)(const cells_activation *act, ptrdiff_t n, const REAL 
 /* The activated values from what the forward kept: `kept` itself when that is a, else
  * act(kept) written to `tmp` [n]. */
 CELLS_INLINE const REAL *FN(act_values)(const cells_activation *act, ptrdiff_t n,
-                                    const REAL *kept, REAL *tmp) {
+                                        const REAL *kept, REAL *tmp) {
     if (cells_act_keeps_output(act->code))
         return kept;
     FN(act_row)(act, n, kept, tmp);
@@ -163,7 +163,7 @@ CELLS_INLINE const REAL *FN(act_values)(const cells_activation *act, ptrdiff_t n
  * backward needs (cells_act_keeps_output): the activated values in place, or z itself and the
  * activated values in `tmp` [n]. Returns where the activated values are. */
 CELLS_INLINE const REAL *FN(act_forward)(const cells_activation *act, ptrdiff_t n, REAL *z,
-                                     REAL *tmp) {
+                                         REAL *tmp) {
     REAL *out = cells_act_keeps_output(act->code) ? z : tmp;
     FN(act_row)(act, n, z, out);
     return out;

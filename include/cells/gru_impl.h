@@ -29,7 +29,7 @@ CELLS_INLINE void FN(gru_rb_state)(REAL zc, REAL u, REAL hPrev, REAL *c, REAL *h
 
 /* Linear-before-reset, a whole step: xc = x·Wx_c + bx_c, hc = hPrev·Wh_c + bh_c. */
 CELLS_INLINE void FN(gru_lbr_step)(REAL zr, REAL zu, REAL xc, REAL hc, REAL hPrev,
-                               REAL *r, REAL *u, REAL *c, REAL *h) {
+                                   REAL *r, REAL *u, REAL *c, REAL *h) {
     *r = FN(sigmoid)(zr);
     *u = FN(sigmoid)(zu);
     *c = FN(tanh)(xc + *r * hc);
@@ -41,7 +41,7 @@ CELLS_INLINE void FN(gru_lbr_step)(REAL zr, REAL zu, REAL xc, REAL hc, REAL hPre
  *   dzc = (g∘(1-u) + dLdc)∘(1-c²),  dzu = (g∘(hPrev-c) + dLdu)∘u∘(1-u),
  * and the direct part of dL/dhPrev, g∘u. */
 CELLS_INLINE void FN(gru_bp_state)(REAL g, REAL dLdu, REAL dLdc, REAL u, REAL c, REAL hPrev,
-                               REAL *dzu, REAL *dzc, REAL *dhPrev) {
+                                   REAL *dzu, REAL *dzc, REAL *dhPrev) {
     *dzc = (g * (1 - u) + dLdc) * (1 - c * c);
     *dzu = (g * (hPrev - c) + dLdu) * u * (1 - u);
     *dhPrev = g * u;
@@ -50,7 +50,7 @@ CELLS_INLINE void FN(gru_bp_state)(REAL g, REAL dLdu, REAL dLdc, REAL u, REAL c,
 /* Reset-before: given a = dL/d(r∘hPrev) = dzc·Wh_cᵀ and dLdr reaching r directly,
  *   dzr = (a∘hPrev + dLdr)∘r∘(1-r),  and a∘r is added to dL/dhPrev. */
 CELLS_INLINE void FN(gru_rb_bp_reset)(REAL a, REAL dLdr, REAL r, REAL hPrev,
-                                  REAL *dzr, REAL *dhPrev) {
+                                      REAL *dzr, REAL *dhPrev) {
     *dzr = (a * hPrev + dLdr) * r * (1 - r);
     *dhPrev += a * r;
 }

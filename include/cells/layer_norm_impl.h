@@ -29,7 +29,7 @@
 
 /* mean and rstd of v [m]; two passes (the mean first), as exact as the dtype allows. */
 CELLS_INLINE void FN(layer_norm_moments)(ptrdiff_t m, const REAL *CELLS_RESTRICT v, REAL *mean,
-                                     REAL *rstd) {
+                                         REAL *rstd) {
     REAL sum = 0, squares = 0;
     CELLS_SIMD_SUM(sum)
     for (ptrdiff_t j = 0; j < m; ++j)
@@ -46,8 +46,8 @@ CELLS_INLINE void FN(layer_norm_moments)(ptrdiff_t m, const REAL *CELLS_RESTRICT
  * dv = LN's dL/dv given dv = dL/d(γ∘LN(v)) on entry; dγ += dL/d(γ∘LN(v))∘LN(v). dv may be
  * out (both [m]; element j of out is written after element j of dv and v are read). */
 CELLS_INLINE void FN(layer_norm_bp)(ptrdiff_t m, const REAL *v, REAL mean, REAL rstd,
-                                const REAL *CELLS_RESTRICT gain, const REAL *dv,
-                                REAL *CELLS_RESTRICT dgain, REAL *out) {
+                                    const REAL *CELLS_RESTRICT gain, const REAL *dv,
+                                    REAL *CELLS_RESTRICT dgain, REAL *out) {
     REAL sum = 0, dot = 0;
     CELLS_SIMD_SUM(sum, dot)
     for (ptrdiff_t j = 0; j < m; ++j) {
@@ -67,7 +67,7 @@ CELLS_INLINE void FN(layer_norm_bp)(ptrdiff_t m, const REAL *v, REAL mean, REAL 
 /* aux = [hR | xW] of a row (G each); zx may be g (the loop's training buffers), so it is
  * copied before any gate is written. */
 CELLS_INLINE void FN(layer_norm_keep)(ptrdiff_t G, const REAL *zx, const REAL *CELLS_RESTRICT zh,
-                                  REAL *CELLS_RESTRICT aux) {
+                                      REAL *CELLS_RESTRICT aux) {
     FN(copy_units)(G, zh, aux);
     FN(copy_units)(G, zx, aux + G);
 }

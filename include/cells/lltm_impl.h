@@ -9,7 +9,7 @@
 
 /* One step forward. */
 CELLS_INLINE void FN(lltm_step)(REAL z0, REAL z1, REAL z2, REAL cPrev,
-                            REAL *i, REAL *o, REAL *n, REAL *c, REAL *h) {
+                                REAL *i, REAL *o, REAL *n, REAL *c, REAL *h) {
     *i = FN(sigmoid)(z0);
     *o = FN(sigmoid)(z1);
     *n = FN(elu)(z2);
@@ -23,7 +23,7 @@ CELLS_INLINE void FN(lltm_step)(REAL z0, REAL z1, REAL z2, REAL cPrev,
  *   dz0 = dĉ∘n∘i(1-i),  dz1 = g∘tanh(c)∘o(1-o),  dz2 = dĉ∘i∘elu'(z2),
  * and dL/dcPrev = dĉ (c = cPrev + n∘i). elu'(z2) is taken from n = elu(z2): see common.h. */
 CELLS_INLINE void FN(lltm_bp_step)(REAL g, REAL dc, REAL i, REAL o, REAL n, REAL c,
-                               REAL *dz0, REAL *dz1, REAL *dz2, REAL *dcPrev) {
+                                   REAL *dz0, REAL *dz1, REAL *dz2, REAL *dcPrev) {
     REAL tc = FN(tanh)(c);
     REAL dct = g * o * (1 - tc * tc) + dc;
     *dz0 = dct * n * i * (1 - i);

@@ -65,8 +65,9 @@
  * Instruction sets (CELLS_LOWP_ISA_*): those of cells_isa() (cells/isa.h: the CPU's best, or
  * the lower path the process chose) are the products' (cells_lowp_isa_q8, cells_lowp_isa_bf16:
  * on AVX-512 the dot-product extension where the CPU has it); the *_isa entry points take one
- * explicitly, so that tests run every path on one machine. The AVX-512 and AVX2 kernels are compiled, with GCC
- * target attributes, on x86-64 Linux with GCC (as panel.h's); elsewhere only the baseline.
+ * explicitly, so that tests run every path on one machine. The AVX-512 and AVX2 kernels are
+ * compiled, with GCC target attributes, on x86-64 Linux with GCC (as panel.h's); elsewhere only
+ * the baseline.
  */
 #ifndef CELLS_LOWP_H
 #define CELLS_LOWP_H

@@ -23,8 +23,8 @@ CELLS_INLINE REAL FN(lstm_clip)(REAL v, REAL clip) {
 
 /* One step of one unit. zi, zf, zg, zo hold everything but the peephole terms. */
 CELLS_INLINE void FN(lstm_step)(REAL zi, REAL zf, REAL zg, REAL zo, REAL wpi, REAL wpf, REAL wpo,
-                            REAL clip, REAL cPrev,
-                            REAL *i, REAL *f, REAL *g, REAL *o, REAL *c, REAL *h) {
+                                REAL clip, REAL cPrev,
+                                REAL *i, REAL *f, REAL *g, REAL *o, REAL *c, REAL *h) {
     *i = FN(sigmoid)(zi + wpi * cPrev);
     *f = FN(sigmoid)(zf + wpf * cPrev);
     *g = FN(tanh)(zg);
@@ -43,8 +43,8 @@ CELLS_INLINE void FN(lstm_step)(REAL zi, REAL zf, REAL zg, REAL zo, REAL wpi, RE
  *   dcPrev = dĉr∘f + dzi∘wp_i + dzf∘wp_f
  * (dL/dhPrev = dz·Wrᵀ is a product over all units: the caller's.) */
 CELLS_INLINE void FN(lstm_bp_step)(REAL dh, REAL dc, REAL i, REAL f, REAL g, REAL o, REAL c,
-                               REAL cPrev, REAL wpi, REAL wpf, REAL wpo, REAL clip,
-                               REAL *dzi, REAL *dzf, REAL *dzg, REAL *dzo, REAL *dcPrev) {
+                                   REAL cPrev, REAL wpi, REAL wpf, REAL wpo, REAL clip,
+                                   REAL *dzi, REAL *dzf, REAL *dzg, REAL *dzo, REAL *dcPrev) {
     REAL tau = FN(tanh)(c);
     *dzo = dh * tau * o * (1 - o);
     REAL dcTotal = dc + dh * o * (1 - tau * tau) + *dzo * wpo;
