@@ -212,7 +212,7 @@ def quantize_dynamic(model: torch.nn.Module, qconfig_spec=None, dtype=torch.qint
         module of those classes.
     dtype : torch.dtype
         ``torch.qint8`` (int8 weights, a scale per output column; each product's rows quantized
-        per row to uint8 at each call, exact int32 sums) or ``torch.bfloat16`` (bfloat16
+        per row to 7 bits at each call, exact int32 sums) or ``torch.bfloat16`` (bfloat16
         weights and rows, float32 sums).
     mapping : None
         torch's custom class mapping: not supported (only None).

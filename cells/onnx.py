@@ -532,7 +532,7 @@ def dynamic_quantize_lstm(X: np.ndarray, W: np.ndarray, R: np.ndarray,
     panels of a prepared net (the Serving guide's numeric model), one net per direction.
 
     Activations: the float32 rows each product multiplies (X's rows, the state h at each step)
-    are quantized by cells to uint8 **per row** (a scale and zero point for each batch row of
+    are quantized by cells to 7 bits **per row** (a scale and zero point for each batch row of
     each step: a row's result does not depend on the other rows), where ONNX Runtime uses one
     scale and zero point per tensor (all of X for the input product, the batch's h at each
     step). The two agree to quantization tolerance, not bit for bit.

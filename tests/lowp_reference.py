@@ -8,8 +8,9 @@ take them as their `product`.
 
 int8: per column j of w, s_w = fl32(max|w| / 127), q = clamp(rint(fl32(w / s_w)), -127, 127)
 (or q and s_w as given: int8_product_quantized);
-per row i of a, lo = min(0, min a), hi = max(0, max a), s_a = fl32(fl32(hi - lo) / 255),
-zp = clamp(rint(fl32(-lo / s_a)), 0, 255), qa = clamp(rint(fl32(a / s_a)) + zp, 0, 255);
+per row i of a, lo = min(0, min a), hi = max(0, max a), s_a = fl32(fl32(hi - lo) / 127),
+zp = clamp(rint(fl32(-lo / s_a)), 0, 127), qa = clamp(rint(fl32(a / s_a)) + zp, 0, 127)
+(7 bits);
 acc = Σ qa·q - zp·Σ q exactly; the result is fl32(fl32(s_a·s_w)·fl32(acc)).
 
 bfloat16: a and w rounded to bfloat16 to nearest even (below FLT_MIN: a zero of its sign);
@@ -21,6 +22,7 @@ import numpy as np
 
 F32 = np.float32
 FLT_MIN = np.finfo(np.float32).tiny
+A_LEVELS = 127  # the activations' top level: 7 bits
 
 
 def _f32(a):
@@ -41,10 +43,10 @@ def int8_rows(a):
     a = _f32(a)
     lo = np.minimum(F32(0), a.min(axis=1, initial=0))
     hi = np.maximum(F32(0), a.max(axis=1, initial=0))
-    s = _f32(_f32(hi - lo) / F32(255))
+    s = _f32(_f32(hi - lo) / F32(A_LEVELS))
     s = np.where(s > 0, s, F32(1))
-    zp = np.clip(np.rint(_f32(-lo / s)), 0, 255)
-    qa = np.clip(np.rint(_f32(a / s[:, None])) + zp[:, None], 0, 255)
+    zp = np.clip(np.rint(_f32(-lo / s)), 0, A_LEVELS)
+    qa = np.clip(np.rint(_f32(a / s[:, None])) + zp[:, None], 0, A_LEVELS)
     return qa.astype(np.int64), s, zp.astype(np.int64)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from gru_reference import gru_cell_forward
 from lltm_reference import lltm_cell_forward
-from lowp_reference import PRODUCTS, bf16, int8_product, int8_weights, one_flip
+from lowp_reference import PRODUCTS, bf16, int8_product, int8_rows, int8_weights, one_flip
 from lstm_reference import lstm_cell_forward
 from rnn_reference import rnn_cell_forward
 from test_prepared import CASES, case_parameters, nIn, nOut, prepare_case, random_state
@@ -123,16 +123,23 @@ def test_the_reference_products_are_not_the_float32_product(kind):
 
 def test_the_int8_reference_follows_the_formulas_on_known_values():
     """The reference's quantization on numbers worked out by hand: the column (0.5, -1.27, 0)
-    has s_w = 0.01 and q = (50, -127, 0); the row (-1, 0, 1.55) has s_a = 2.55 / 255 = 0.01,
-    zp = 100, qa = (0, 100, 255)."""
+    has s_w = 0.01 and q = (50, -127, 0); the row (-1, 0, 0.27) has s_a = 1.27 / 127 = 0.01,
+    zp = 100, qa = (0, 100, 127) (7 bits: 127 is the top level)."""
     q, s_w = int8_weights(np.array([[0.5], [-1.27], [0.0]], np.float32))
     assert s_w[0] == np.float32(np.float32(1.27) / np.float32(127))
     assert q[:, 0].tolist() == [50, -127, 0]
-    a = np.array([[-1.0, 0.0, 1.55]], np.float32)
+    a = np.array([[-1.0, 0.0, 0.27]], np.float32)
+    qa, s_a, zp = int8_rows(a)
+    assert s_a[0] == np.float32(np.float32(np.float32(0.27) + np.float32(1)) / np.float32(127))
+    assert zp.tolist() == [100] and qa[0].tolist() == [0, 100, 127]
     w = np.array([[1.0], [2.0], [-0.5]], np.float32)
-    # the product of the quantized values: (0-100)·127 + (100-100)·(2·127/2) + ... in float
+    # w's column has s_w = 2 / 127 and q = (64, 127, -32) (63.5 rounds to even), so the
+    # product is ((0 - 100)·64 + 0·127 + (127 - 100)·(-32))·s_a·s_w = -7264·0.01·2 / 127
+    # to within the scales' float32 rounding
+    assert int8_weights(w)[0][:, 0].tolist() == [64, 127, -32]
     got = int8_product(a, w)[0, 0]
-    assert abs(got - (-1.0 * 1.0 + 0.0 + 1.55 * -0.5)) < 0.02
+    assert abs(got - (-7264 * 0.01 * 2 / 127)) < 1e-6
+    assert abs(got - (-1.0 * 1.0 + 0.0 + 0.27 * -0.5)) < 0.02
     assert bf16(np.float32(1 + 2 ** -8)) == 1.0          # a tie rounds to even
     assert bf16(np.float32(1 + 3 * 2 ** -8)) == 1 + 2 ** -6
     assert bf16(np.float32(1e-39)) == 0.0                 # below FLT_MIN: zero

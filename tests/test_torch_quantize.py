@@ -7,15 +7,16 @@ reversed), whatever the options and the input's form.
 
 Tolerances against the float module (torch's initialisation, uniform in ±1/sqrt(H), inputs
 N(0, 1), the shapes below): int8 quantizes each weight column to 127 steps of its largest value
-and each product's rows to 255 steps of their range, a relative error of about 0.4% per term,
-bfloat16 rounds weights and rows to 8 bits of mantissa (0.2-0.4% per term, without the rows'
-range). Over sums of nIn + H <= 32 terms of size <= 0.25, 6 steps and 2 layers, the largest
-differences of the cases here are 1.2e-2 (int8) and 3.9e-3 (bfloat16); the tests allow 3e-2 and
-1e-2. On larger shapes (I = H = 256, 100 steps) the measured differences are at most 1.6e-2
-(LSTM and GRU, int8), 2.7e-2 (RNN, int8) and 6e-3 (bfloat16). torch's qint8 modules quantize
-each weight matrix with one scale and the activations to 7 bits (reduce_range): they are 2-3
-times further from the float module than cells' (2.6e-2 against 1.0e-2 for an LSTM at I = H =
-256); here cells' and torch's differ by at most 9.5e-3, and the test allows 3e-2.
+and each product's rows to 127 steps of their range (7 bits), a relative error of about 0.4%
+and 0.8% per term, bfloat16 rounds weights and rows to 8 bits of mantissa (0.2-0.4% per term,
+without the rows' range). Over sums of nIn + H <= 32 terms of size <= 0.25, 6 steps and 2
+layers, the largest differences of the cases here are 2.8e-2 (int8, the bidirectional RNN) and
+3.9e-3 (bfloat16); the tests allow 6e-2 and 1e-2. On larger shapes (I = H = 256, 100 steps, 4
+rows) the measured differences are 1.6e-2 (LSTM), 2.5e-2 (GRU) and 3.7e-2 (RNN) for int8, and
+at most 7e-3 for bfloat16. torch's qint8 modules quantize each weight matrix with one scale and
+the activations to 7 bits (reduce_range): further from the float module than cells' (2.1e-2
+against 1.6e-2 for that LSTM, 3.1e-2 against 2.5e-2 for the GRU); here cells' and torch's
+differ by at most 1.5e-2, and the test allows 3e-2.
 """
 import copy
 import pickle
@@ -35,7 +36,7 @@ from cells._torch_quantized import (  # noqa: E402
     QuantizedRNNCell)
 
 DTYPES = {"int8": torch.qint8, "bfloat16": torch.bfloat16}
-FLOAT_TOLERANCE = {"int8": 3e-2, "bfloat16": 1e-2}
+FLOAT_TOLERANCE = {"int8": 6e-2, "bfloat16": 1e-2}
 TORCH_QINT8_TOLERANCE = 3e-2
 sL, bS, nIn, H = 6, 3, 8, 16
 LENGTHS = [6, 2, 4]

@@ -11,13 +11,17 @@
  *                            q[k,j] = clamp(rint(fl32(W[k,j] / s_w[j])), -127, 127)   (int8)
  *                            colsum[j] = Σ_k q[k,j]   (int32)
  *   Activations, per row i:  lo = min(0, min_k A[i,k]), hi = max(0, max_k A[i,k])
- *                            s_a[i] = fl32(fl32(hi - lo) / 255)   (1 where that is 0)
- *                            zp[i] = clamp(rint(fl32(-lo / s_a[i])), 0, 255)
- *                            qa[i,k] = clamp(rint(fl32(A[i,k] / s_a[i])) + zp[i], 0, 255)  (uint8)
- *     (the rule of ONNX Runtime's DynamicQuantizeLinear, per row: zero is exact, and so is
- *     every element of a row that is all zero.)
+ *                            s_a[i] = fl32(fl32(hi - lo) / 127)   (1 where that is 0)
+ *                            zp[i] = clamp(rint(fl32(-lo / s_a[i])), 0, 127)
+ *                            qa[i,k] = clamp(rint(fl32(A[i,k] / s_a[i])) + zp[i], 0, 127)  (uint8)
+ *     (the rule of ONNX Runtime's DynamicQuantizeLinear, per row and with 7 bits: zero is
+ *     exact, and so is every element of a row that is all zero. 7 bits, not 8, so that the
+ *     AVX2 and AVX-512 products without AVX512_VNNI multiply with vpmaddubsw, whose int16 sum
+ *     of two products saturates above 2^15 - 1: 2·127·127 = 32258 never does, 2·255·127 can.
+ *     The same rule on every path keeps every path's bits the same.)
  *   Product:                 acc[i,j] = Σ_k qa[i,k]·q[k,j] − zp[i]·colsum[j]   (int32, exact
- *                            for K <= CELLS_LOWP_Q8_K_MAX: |acc| <= 255·127·K < 2^31)
+ *                            for K <= CELLS_LOWP_Q8_K_MAX: either sum is at most 127·127·K
+ *                            < 2^31 in magnitude)
  *                            v = fl32(fl32(s_a[i]·s_w[j])·fl32(acc[i,j]))
  *                            with a bias: v = fl32(v + bias[j]); with CELLS_LOWP_ADD:
  *                            C[i,j] = fl32(C[i,j] + v), else C[i,j] = v.
@@ -89,10 +93,10 @@
 #define CELLS_LOWP_Q8_GROUP 4  /* k's per int32 lane of vpdpbusd */
 #define CELLS_LOWP_BF16_PAIR 2 /* k's per float lane of vdpbf16ps */
 
-/* The largest K for which acc is exact in int32: 255·127·K <= 2^31 - 1. */
-#define CELLS_LOWP_Q8_K_MAX 66311
+/* The largest K for which acc is exact in int32: 127·127·K <= 2^31 - 1. */
+#define CELLS_LOWP_Q8_K_MAX 133144
 #define CELLS_LOWP_Q8_QMAX 127  /* weights in [-127, 127]: symmetric, no -128 */
-#define CELLS_LOWP_Q8_AMAX 255  /* activations in [0, 255] */
+#define CELLS_LOWP_Q8_AMAX 127  /* activations in [0, 127]: 7 bits (see the model above) */
 
 /* Flags of the products: add to C instead of overwriting it. */
 #define CELLS_LOWP_ADD 1

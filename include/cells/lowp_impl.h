@@ -251,15 +251,15 @@ static CELLS_LOWP_EXACT float cells_lowp_fma_ftz(float a, float b, float s) {
  * place: p), a row's 4 activations broadcast. */
 typedef union {
 #if CELLS_LOWP_X86
-    __m512i z[2];
-    __m256i y[4];
+    __m512i z;
+    __m256i y[2];
 #endif
     int32_t e[CELLS_LOWP_VL];
 } cells_lowp_q8_acc;
 typedef union {
 #if CELLS_LOWP_X86
-    __m512i z[2];
-    __m256i y[4];
+    __m512i z;
+    __m256i y[2];
 #endif
     const int8_t *p;
 } cells_lowp_q8_w;
@@ -318,15 +318,18 @@ static inline void cells_lowp_mxcsr_restore(unsigned old) {
 #endif
 
 /* Register blocking, by instruction set: tiles of at most mr rows; int8 tiles span nvt vectors
- * of one panel (the whole panel on AVX-512: 4 accumulator vectors a row, 8 zmm on isa 4), with
- * ku accumulator sets over alternate groups where a tile has too few to hide vpdpbusd's latency;
+ * of one panel (the whole panel on AVX-512: 4 accumulator zmm a row), with ku accumulator sets
+ * over alternate groups where a tile has too few to hide vpdpbusd's latency. Beside the m·nvt
+ * accumulators, isa 4 and 3 hold the weights, the ones of vpmaddwd and the pair sums: 4 rows
+ * on both (isa 4: 16 + 4 broadcasts + 3 of 32 zmm; isa 3: 8 + 2 + 2 of 16 ymm, with room for
+ * some of the 4 broadcasts, the others read again from memory, which costs no more);
  * bfloat16 tiles span nv vectors of up to 4 consecutive panels: every element is one chain of
  * dependent vdpbf16ps (or FMAs), so the chains in flight come from columns, up to 16 a tile. */
 #define CELLS_LOWP_MR_MAX 6
 #define CELLS_LOWP_KU_MAX 4
 #define CELLS_LOWP_TILE_NV_MAX (4 * CELLS_LOWP_NV)
 #define CELLS_LOWP_CHAINS 16 /* accumulator vectors in flight a tile aims at */
-static inline int cells_lowp_q8_mr(int isa) { return isa == 5 ? 6 : isa == 4 ? 3 : 2; }
+static inline int cells_lowp_q8_mr(int isa) { return isa == 5 ? 6 : isa == 4 ? 4 : isa == 3 ? 4 : 2; }
 static inline int cells_lowp_q8_nvt(int isa) { return isa >= 4 ? CELLS_LOWP_NV : 1; }
 static inline int cells_lowp_q8_ku(int isa, int m) {
     const int sets = isa == 5             ? CELLS_LOWP_CHAINS / (m * CELLS_LOWP_NV)

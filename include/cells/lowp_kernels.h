@@ -7,10 +7,10 @@
  *
  * Vectors: one packed vector is CELLS_LOWP_VL = 16 columns, 64 bytes of weights (16 × 4 int8,
  * or 16 × 2 bfloat16). The helpers below hold one in registers as the instruction set can:
- *   int8 accumulators: isa 5, one zmm of 16 column sums (vpdpbusd adds 4 products a lane);
- *     isa 4, two zmm of 8 columns × 2 lanes (vpmaddwd adds 2 products a lane, exactly: the
- *     int8 are widened to int16, not multiplied by the saturating vpmaddubsw); isa 3, four ymm
- *     of 4 columns × 2 lanes; isa 0, 16 int32.
+ *   int8 accumulators: one int32 lane a column, 4 products added to it a group: isa 5, one
+ *     zmm (vpdpbusd); isa 4, one zmm, and isa 3, two ymm (vpmaddubsw's int16 pair sums, exact
+ *     for activations of 7 bits (lowp.h), added in pairs by vpmaddwd with ones); isa 0, 16
+ *     int32.
  *   bfloat16 accumulators: isa 5 and 4, one zmm of 16 floats; isa 3, two ymm; isa 0, 16 floats.
  * They are always inlined, and take pointers (a 64-byte vector passed by value changes the ABI
  * where AVX-512 is off). */
@@ -23,46 +23,36 @@
 
 CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_zero)(cells_lowp_q8_acc *c) {
 #if CELLS_LOWP_KISA >= 4
-    c->z[0] = c->z[1] = _mm512_setzero_si512();
+    c->z = _mm512_setzero_si512();
 #elif CELLS_LOWP_KISA == 3
-    for (int h = 0; h < 4; ++h)
-        c->y[h] = _mm256_setzero_si256();
+    c->y[0] = c->y[1] = _mm256_setzero_si256();
 #else
     for (int l = 0; l < CELLS_LOWP_VL; ++l)
         c->e[l] = 0;
 #endif
 }
 
-/* The weights of one vector (64 bytes at p), loaded (and widened to int16 on isa 4, 3). */
+/* The weights of one vector (64 bytes at p), loaded. */
 CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_load)(cells_lowp_q8_w *w, const int8_t *p) {
-#if CELLS_LOWP_KISA == 5
-    w->z[0] = _mm512_loadu_si512(p);
-#elif CELLS_LOWP_KISA == 4
-    for (int h = 0; h < 2; ++h)
-        w->z[h] = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p + 32 * h)));
+#if CELLS_LOWP_KISA >= 4
+    w->z = _mm512_loadu_si512(p);
 #elif CELLS_LOWP_KISA == 3
-    for (int h = 0; h < 4; ++h)
-        w->y[h] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 16 * h)));
+    for (int h = 0; h < 2; ++h)
+        w->y[h] = _mm256_loadu_si256((const __m256i *)(p + 32 * h));
 #else
     w->p = p;
 #endif
 }
 
-/* A row's 4 activations of one group (at q), broadcast: as 4 uint8 in every int32 lane (isa 5),
- * as 4 int16 in every 64-bit lane (isa 4, 3). */
+/* A row's 4 activations of one group (at q), broadcast: 4 uint8 in every int32 lane. */
 CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_bcast)(cells_lowp_q8_a *a, const uint8_t *q) {
 #if CELLS_LOWP_KISA >= 3
     uint32_t four;
     memcpy(&four, q, sizeof four);
-#if CELLS_LOWP_KISA == 5
+#if CELLS_LOWP_KISA >= 4
     a->z = _mm512_set1_epi32((int)four);
 #else
-    const __m128i wide = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)four));
-#if CELLS_LOWP_KISA == 4
-    a->z = _mm512_broadcastq_epi64(wide);
-#else
-    a->y = _mm256_broadcastq_epi64(wide);
-#endif
+    a->y = _mm256_set1_epi32((int)four);
 #endif
 #else
     a->p = q;
@@ -73,13 +63,15 @@ CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_bcast)(cells_lowp_q8_a *a, const uint8_t
 CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_step)(cells_lowp_q8_acc *c, const cells_lowp_q8_w *w,
                                               const cells_lowp_q8_a *a) {
 #if CELLS_LOWP_KISA == 5
-    c->z[0] = _mm512_dpbusd_epi32(c->z[0], a->z, w->z[0]);
+    c->z = _mm512_dpbusd_epi32(c->z, a->z, w->z);
 #elif CELLS_LOWP_KISA == 4
-    for (int h = 0; h < 2; ++h)
-        c->z[h] = _mm512_add_epi32(c->z[h], _mm512_madd_epi16(w->z[h], a->z));
+    const __m512i pairs = _mm512_maddubs_epi16(a->z, w->z);
+    c->z = _mm512_add_epi32(c->z, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
 #elif CELLS_LOWP_KISA == 3
-    for (int h = 0; h < 4; ++h)
-        c->y[h] = _mm256_add_epi32(c->y[h], _mm256_madd_epi16(w->y[h], a->y));
+    for (int h = 0; h < 2; ++h) {
+        const __m256i pairs = _mm256_maddubs_epi16(a->y, w->y[h]);
+        c->y[h] = _mm256_add_epi32(c->y[h], _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    }
 #else
     for (int l = 0; l < CELLS_LOWP_VL; ++l)
         for (int t = 0; t < CELLS_LOWP_Q8_GROUP; ++t)
@@ -89,10 +81,9 @@ CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_step)(cells_lowp_q8_acc *c, const cells_
 
 CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_add)(cells_lowp_q8_acc *c, const cells_lowp_q8_acc *d) {
 #if CELLS_LOWP_KISA >= 4
-    for (int h = 0; h < 2; ++h)
-        c->z[h] = _mm512_add_epi32(c->z[h], d->z[h]);
+    c->z = _mm512_add_epi32(c->z, d->z);
 #elif CELLS_LOWP_KISA == 3
-    for (int h = 0; h < 4; ++h)
+    for (int h = 0; h < 2; ++h)
         c->y[h] = _mm256_add_epi32(c->y[h], d->y[h]);
 #else
     for (int l = 0; l < CELLS_LOWP_VL; ++l)
@@ -103,19 +94,11 @@ CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_add)(cells_lowp_q8_acc *c, const cells_l
 /* The 16 column sums of c. */
 CELLS_PANEL_INLINE void CELLS_LOWP_K(q8_sums)(const cells_lowp_q8_acc *c,
                                               int32_t s[CELLS_LOWP_VL]) {
-#if CELLS_LOWP_KISA == 5
-    _mm512_storeu_si512(s, c->z[0]);
-#elif CELLS_LOWP_KISA == 4 || CELLS_LOWP_KISA == 3
-    int32_t lanes[2 * CELLS_LOWP_VL]; /* 2 lanes a column, in column order */
-#if CELLS_LOWP_KISA == 4
+#if CELLS_LOWP_KISA >= 4
+    _mm512_storeu_si512(s, c->z);
+#elif CELLS_LOWP_KISA == 3
     for (int h = 0; h < 2; ++h)
-        _mm512_storeu_si512(lanes + CELLS_LOWP_VL * h, c->z[h]);
-#else
-    for (int h = 0; h < 4; ++h)
-        _mm256_storeu_si256((__m256i *)(lanes + 8 * h), c->y[h]);
-#endif
-    for (int l = 0; l < CELLS_LOWP_VL; ++l)
-        s[l] = lanes[2 * l] + lanes[2 * l + 1];
+        _mm256_storeu_si256((__m256i *)(s + 8 * h), c->y[h]);
 #else
     for (int l = 0; l < CELLS_LOWP_VL; ++l)
         s[l] = c->e[l];

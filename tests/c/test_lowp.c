@@ -9,7 +9,8 @@
  *
  *  - int8: s_w, q (through the packed layout, padding included), colsum, s_a, zp and qa (its
  *    padding included) against the formulas; the product against Σ qa·q − zp·colsum in 64-bit
- *    integers and the float32 epilogue in the stated order;
+ *    integers and the float32 epilogue in the stated order; at the extremes (every pair of
+ *    products at its largest, K up to CELLS_LOWP_Q8_K_MAX);
  *  - bfloat16: the rounding against frexp/rint; the product against a chain of fma and flush
  *    steps computed in __float128 (exact for these operands) and rounded here;
  *  - every instruction set the CPU runs (the baseline, AVX2, AVX-512, and AVX512_VNNI /
@@ -76,19 +77,22 @@ static void ref_q8_weights(int K, int n, const float *W, int8_t *q, float *sw, i
     }
 }
 
+/* The activations' levels, 0 .. Q8_ALEVELS: 7 bits (lowp.h). */
+enum { Q8_ALEVELS = 127 };
+
 static void ref_q8_rows(int M, int K, const float *A, uint8_t *qa, float *sa, int32_t *zp) {
     for (int i = 0; i < M; ++i) {
         float lo = 0, hi = 0;
         for (int k = 0; k < K; ++k)
             lo = fminf(lo, A[i * K + k]), hi = fmaxf(hi, A[i * K + k]);
         float range = hi - lo;
-        float s = range / 255.0f;
+        float s = range / (float)Q8_ALEVELS;
         if (s == 0)
             s = 1;
-        const float z = ref_rint_clamp(-lo / s, 0, 255);
+        const float z = ref_rint_clamp(-lo / s, 0, Q8_ALEVELS);
         for (int k = 0; k < K; ++k) {
             float t = nearbyintf(A[i * K + k] / s) + z;
-            qa[i * K + k] = (uint8_t)(t < 0 ? 0 : t > 255 ? 255 : t);
+            qa[i * K + k] = (uint8_t)(t < 0 ? 0 : t > Q8_ALEVELS ? Q8_ALEVELS : t);
         }
         sa[i] = s, zp[i] = (int32_t)z;
     }
@@ -360,7 +364,8 @@ enum { ROW_KINDS = 6, ROWS = 3, ROW_GAP = 5 };
 static const int row_sizes[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 255, 1000};
 
 /* A row of kind `kind`: 0 zeros; 1, 2 random values of a random magnitude (one sign, mixed);
- * 3 ties: with s = 2^e exactly, lo = -(z + 0.5)·s and hi = (254.5 - z)·s, elements (m + 0.5)·s
+ * 3 ties: with s = 2^e exactly, lo = -(z + 0.5)·s and hi = (Q8_ALEVELS - 0.5 - z)·s (a range of
+ * Q8_ALEVELS·s, so that the scale is s), elements (m + 0.5)·s
  * and m·s, whose quotients by s are halves or integers (the zero point itself a tie);
  * 4 random bit patterns (NaN, infinities and denormals among them); 5 special values. */
 static void fill_row(float *a, int K, int kind) {
@@ -371,17 +376,17 @@ static void fill_row(float *a, int K, int kind) {
         0x7fc00000u, 0xffc00001u, 0x7f800001u, 0xff80ffffu, 0x3f808000u, 0x3f818000u,
         0x3f807fffu, 0x3f808001u, 0x3f7fffffu, 0x0080ffffu, 0x00817fffu, 0x3effffffu};
     const double mag = magnitudes[next() % 6];
-    const int e = (int)(next() % 24) - 16, zt = (int)(next() % 255);
+    const int e = (int)(next() % 24) - 16, zt = (int)(next() % Q8_ALEVELS);
     const float s = ldexpf(1.0f, e);
     for (int k = 0; k < K; ++k) {
-        const int m = (int)(next() % 256) - zt - 1; /* (m + 0.5)·s in [lo, hi] */
+        const int m = (int)(next() % (Q8_ALEVELS + 1)) - zt - 1; /* (m + 0.5)·s in [lo, hi] */
         switch (kind) {
         case 0: a[k] = 0; break;
         case 1: a[k] = (float)(fabs(uniform()) * mag); break;
         case 2: a[k] = (float)(uniform() * mag); break;
         case 3:
             a[k] = k == 0   ? -((float)zt + 0.5f) * s
-                   : k == 1 ? (254.5f - (float)zt) * s
+                   : k == 1 ? ((float)Q8_ALEVELS - 0.5f - (float)zt) * s
                    : next() % 2 ? ((float)m + 0.5f) * s : (float)(m + 1) * s;
             break;
         case 4: a[k] = from_bits((uint32_t)next()); break;
@@ -522,10 +527,52 @@ static void test_model_against_hardware(void) {
 }
 #endif
 
+/* The int8 products at their extremes, on every instruction set: every activation at the top
+ * level (Q8_ALEVELS) and every weight at +127 or -127, so that every pair of products reaches
+ * its largest magnitude (where vpmaddubsw saturates unless the activations have 7 bits), for K
+ * up to CELLS_LOWP_Q8_K_MAX (where the int32 sums are largest); zp = 0 and unit scales, so the
+ * result is Σ qa·q itself, Q8_ALEVELS·(±127)·K, exact in float32 only where representable:
+ * compared as the float32 of the exact integer. */
+static void test_q8_extremes(int have) {
+    static const int Ks[] = {8, 1000, CELLS_LOWP_Q8_K_MAX};
+    enum { M = 5, N = 64 };
+    for (size_t c = 0; c < sizeof Ks / sizeof Ks[0]; ++c)
+        for (int sign = -1; sign <= 1; sign += 2) {
+            const int K = Ks[c], K4 = (int)cells_lowp_q8_row(K);
+            int8_t *Q = alloc((size_t)K * N), *P8 = alloc(cells_lowp_q8_len(K, N));
+            uint8_t *QA = alloc((size_t)M * K4);
+            float *ones = alloc(sizeof(float) * N), *sw = alloc(sizeof(float) * N);
+            float *sa = alloc(sizeof(float) * M), *C = alloc(sizeof(float) * M * N);
+            float *expect = alloc(sizeof(float) * M * N);
+            int32_t *colsum = alloc(sizeof(int32_t) * N), *zp = alloc(sizeof(int32_t) * M);
+            memset(Q, sign * 127, (size_t)K * N);
+            memset(QA, 0, (size_t)M * K4);
+            for (int i = 0; i < M; ++i) {
+                memset(QA + (size_t)i * K4, Q8_ALEVELS, (size_t)K);
+                sa[i] = 1, zp[i] = 0;
+            }
+            for (int j = 0; j < N; ++j)
+                ones[j] = 1;
+            cells_lowp_q8_pack_quantized(K, N, Q, N, 0, ones, P8, sw, colsum);
+            for (int e = 0; e < M * N; ++e)
+                expect[e] = (float)((long long)Q8_ALEVELS * sign * 127 * K);
+            for (int t = 0; t < NISAS; ++t) {
+                if (!isa_runs(isas[t], have))
+                    continue;
+                cells_lowp_q8_gemm_isa(isas[t], M, N, K, QA, K4, sa, zp, P8, sw, colsum, 0, 0,
+                                       C, N);
+                check_c(C, M, N, N, expect, "int8 product at the extremes", isas[t], K);
+            }
+            free(Q), free(P8), free(QA), free(ones), free(sw), free(sa), free(C), free(expect);
+            free(colsum), free(zp);
+        }
+}
+
 int main(void) {
     const int have_q8 = cells_lowp_isa_q8(), have_bf16 = cells_lowp_isa_bf16();
     printf("instruction sets: int8 %d, bf16 %d\n", have_q8, have_bf16);
     test_rows(have_q8, have_bf16);
+    test_q8_extremes(have_q8);
     for (int a = 0; a < NSIZES_M; ++a)
         for (int b = 0; b < NSIZES_N; ++b)
             for (int c = 0; c < NSIZES_K; ++c) {
