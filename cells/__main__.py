@@ -28,7 +28,7 @@ import numpy as np
 import threadpoolctl
 
 import cells
-from cells import _families
+from cells import _families, _time_loop
 
 
 @dataclass(frozen=True)
@@ -306,11 +306,13 @@ def benchmark(families, threads, repeats):
 
 
 def describe_machine():
-    """The first line of the report: cells' version and place, the CPUs, the load and the
-    instruction set the kernels run (cells.instruction_set(): CELLS_ISA chooses another)."""
+    """The first line of the report: cells' version and place, the CPUs, the load, the
+    instruction set the kernels run (cells.instruction_set(): CELLS_ISA chooses another) and the
+    L2 size they block for (read from the machine)."""
     return (f"cells {cells.__version__} ({os.path.dirname(cells.__file__)}), "
             f"{available_cpus()} CPUs available, load average {os.getloadavg()[0]:.2f}, "
-            f"instruction set: {cells.instruction_set()}")
+            f"instruction set: {cells.instruction_set()}, "
+            f"L2 {_time_loop.L2_BYTES // 1024} KiB a core")
 
 
 def main(argv=None):

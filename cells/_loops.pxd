@@ -2,7 +2,7 @@
 from libc.stdint cimport int64_t
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm, real
-from cells._panels cimport CELLS_PANEL_TN_C_BYTES, gemm_tn
+from cells._panels cimport cells_panel_tn_c_bytes, gemm_tn
 
 
 cdef inline Py_ssize_t row_len(const int64_t *seq_len, Py_ssize_t row,
@@ -59,10 +59,10 @@ cdef inline void weight_grad(bint transposed, Py_ssize_t m, Py_ssize_t n, Py_ssi
     """W = Aᵀ·D + beta·W (a weight's gradient: Σ over rows of inputᵀ·gradient), or,
     transposed, its transpose Dᵀ·A + beta·W (a weight in PyTorch's [gates, inputs] layout).
     On cells' gemm_tn, which reads A and D in place, where W's m·n elements stay in L2
-    (CELLS_PANEL_TN_C_BYTES); a larger one on BLAS, whose blocking is faster there."""
+    (cells_panel_tn_c_bytes); a larger one on BLAS, whose blocking is faster there."""
     if transposed:  # Dᵀ·A: the same product with the operands swapped
         m, n, A, lda, D, ldd = n, m, D, ldd, A, lda
-    if m * n * sizeof(real) > CELLS_PANEL_TN_C_BYTES:
+    if m * n * sizeof(real) > cells_panel_tn_c_bytes():
         gemm(TRANSPOSED, AS_IS, m, n, rows, 1, A, lda, D, ldd, beta, W, ldw)
     else:
         gemm_tn(m, n, rows, A, lda, D, ldd, beta, W, ldw)

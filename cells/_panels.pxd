@@ -25,8 +25,12 @@ cdef extern from "cells/isa.h" nogil:
     void cells_isa_set(int isa)     # at most cells_isa_cpu()
 
 
+cdef extern from "cells/caches.h" nogil:
+    size_t cells_l2_bytes()         # a core's L2, read from the machine once
+
+
 cdef extern from "cells/panel.h" nogil:
-    enum: CELLS_PANEL_TN_C_BYTES   # gemm_tn's largest C, in bytes
+    size_t cells_panel_tn_c_bytes() # gemm_tn's largest C, in bytes (half a core's L2)
     enum: CELLS_PANEL_WIDTH_F      # a panel's columns: floats,
     enum: CELLS_PANEL_WIDTH_D      # doubles
     size_t cells_panel_len_f(Py_ssize_t K, Py_ssize_t n)

@@ -79,10 +79,10 @@ from cells._team cimport (
     cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
-    BF16_PANELS, CELLS_LOWP_Q8_K_MAX, CELLS_LOWP_Q8_QMAX, CELLS_PANEL_TN_C_BYTES,
+    BF16_PANELS, CELLS_LOWP_Q8_K_MAX, CELLS_LOWP_Q8_QMAX,
     CELLS_PANEL_WIDTH_D, CELLS_PANEL_WIDTH_F, INT8_PANELS, NATIVE_PANELS, PROJECT_ROWS,
     CELLS_ISA_AVX2, CELLS_ISA_AVX512, CELLS_ISA_GENERIC, PackedWeights, Rows, RowScratch,
-    cells_isa, cells_isa_cpu, cells_isa_set,
+    cells_isa, cells_isa_cpu, cells_isa_set, cells_l2_bytes, cells_panel_tn_c_bytes,
     cells_lowp_q8_pack_quantized, convert_rows, free_packed,
     gemm_packed, lowp_row_bytes, multiply, pack_lowp, pack_weights, panel_columns, project,
     project_rows, rows_from, weights_in_place,
@@ -105,9 +105,12 @@ cdef enum:
 
 # The most threads a call can run on (include/cells/team.h).
 MAX_THREADS = CELLS_MAX_THREADS
+# A core's L2 in bytes, read from the machine here, as the module is imported, before any of its
+# threads reads it (include/cells/caches.h): the blocks and splits below are sized by it.
+L2_BYTES = cells_l2_bytes()
 # The largest weight gradient (per thread, in bytes) the backward computes on cells' gemm_tn;
 # larger ones go to BLAS (cells/_loops.pxd, weight_grad).
-TN_C_BYTES = CELLS_PANEL_TN_C_BYTES
+TN_C_BYTES = cells_panel_tn_c_bytes()
 cells_team_register_fork_handler()
 
 
@@ -985,14 +988,13 @@ cpdef bint backward_calls_blas(Py_ssize_t nIn, Py_ssize_t nState, Py_ssize_t G,
     holds more than TN_C_BYTES (weight_grad takes a thread's columns of it, at most all of it;
     dL/dWproj [nOut, nState] is smaller than dL/dWh). Every other product of either pass runs on
     cells' kernels."""
-    return max(nIn, nState) * G * itemsize > CELLS_PANEL_TN_C_BYTES
+    return max(nIn, nState) * G * itemsize > TN_C_BYTES
 
 
 # The input projection runs a chunk of time steps at a time, just before the loop steps that
 # read it, so that the gate pass finds gx in cache rather than in memory: chunks of at most
-# PROJECTION_CHUNK_BYTES of gx (every thread's columns), at least one step.
-cdef enum:
-    PROJECTION_CHUNK_BYTES = 512 * 1024
+# PROJECTION_CHUNK_BYTES of gx (every thread's columns; half a core's L2), at least one step.
+PROJECTION_CHUNK_BYTES = L2_BYTES // 2
 
 
 cpdef Py_ssize_t projection_chunk_steps(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t G,
@@ -1008,13 +1010,13 @@ cpdef Py_ssize_t projection_chunk_steps(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t
 
 # A pass splits the batch rows between the threads instead of the units (L.rows_split) where
 # every thread gets at least MIN_ROWS_PER_THREAD rows and its own packed copy of all the
-# recurrent weights (and Wproj) is at most ROW_SPLIT_WEIGHT_BYTES, a core's L2 here: then no
-# thread waits for another at any step. The backward's packed weights are the same sizes,
-# transposed. Below 8 rows a thread, or above 1 MiB, the unit split is as fast or faster (the
-# Performance page's records).
+# recurrent weights (and Wproj) is at most ROW_SPLIT_WEIGHT_BYTES, a core's L2: then no thread
+# waits for another at any step. The backward's packed weights are the same sizes, transposed.
+# Below 8 rows a thread, or above a core's L2 (1 MiB on the cores of the Performance page's
+# records), the unit split is as fast or faster.
 cdef enum:
     MIN_ROWS_PER_THREAD = 8
-    ROW_SPLIT_WEIGHT_BYTES = 1024 * 1024
+ROW_SPLIT_WEIGHT_BYTES = L2_BYTES
 
 
 cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t nState,

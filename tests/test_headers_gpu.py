@@ -1,4 +1,4 @@
-"""The cell headers compile as CUDA: every family header under include/cells (not panel.h,
+"""The cell headers compile as CUDA: every family header under include/cells (not panel.h, caches.h,
 team.h, claims.h and the low-precision products' lowp*.h, which are CPU only) with nvcc,
 whose point functions are then called from host and from device code, and with NVRTC
 (through CuPy), which compiles device code only and has no libc headers.
@@ -17,7 +17,7 @@ INCLUDE = Path(__file__).resolve().parents[1] / "include"
 # The headers a kernel includes: one per family (gru.h, lstm.h, ...); the *_impl.h files,
 # instantiate.h and common.h come through them; panel.h, team.h, claims.h and lowp*.h are the
 # CPU time loops' gemm, threads and int8/bfloat16 products.
-CPU_ONLY = ("panel", "team", "claims", "lowp", "lowp_kernels")
+CPU_ONLY = ("panel", "caches", "team", "claims", "lowp", "lowp_kernels")
 FAMILY_HEADERS = sorted(
     p.name for p in (INCLUDE / "cells").glob("*.h")
     if not p.stem.endswith("_impl") and p.stem not in ("common", "instantiate", *CPU_ONLY))

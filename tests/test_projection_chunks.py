@@ -3,7 +3,8 @@ the forward split by batch rows: at batch sizes where a chunk holds fewer steps 
 sequence (here 3 of 7: chunks of 3, 3 and 1), the GRU (both variants, its two-phase step
 included) and the LSTM (peepholes, projection) against their float64 references, forward and
 reverse, with and without seq_len, inference and training (forward with its workspace, then the
-backward), on 1 and 2 threads. On 2 threads these batches (170 and 227 rows, small weights) also
+backward), on 1 and 2 threads. The batch sizes follow from the chunks' size, half a core's L2 as
+read from the machine (170 and 227 rows where L2 is 1 MiB). On 2 threads these batches also
 run both passes with the batch rows split between the threads (_time_loop.splits_rows; every
 family at the smallest batches that split: tests/test_rows_split.py).
 
@@ -28,7 +29,8 @@ def _seq_len(bS, with_lengths):
 
 def _batch_with_chunks_of_3(G):
     """A batch size whose steps of gx (float64) make chunks of 3 time steps."""
-    bS = 2 ** 19 // (3 * 8 * G)
+    bS = _time_loop.PROJECTION_CHUNK_BYTES // (3 * 8 * G)
+    assert _time_loop.PROJECTION_CHUNK_BYTES == _time_loop.L2_BYTES // 2
     assert _time_loop.projection_chunk_steps(sL, bS, G, 8, False) == 3
     return bS
 

@@ -223,20 +223,40 @@ def test_which_calls_read_weights_in_place():
     assert not in_place(2, 1, 512, False) and not in_place(2, 1, 512, True)
 
 
+def largest(fits):
+    """The largest n >= 1 for which fits(n) holds (fits holds for 1 and is monotone)."""
+    n = 1
+    while fits(2 * n):
+        n *= 2
+    step = n // 2
+    while step:
+        n += step if fits(n + step) else 0
+        step //= 2
+    return n
+
+
 def test_which_passes_split_rows():
     """More than one thread, at least 8 rows each, and every thread's copy of the recurrent
-    weights (and Wproj) within 1 MiB. Arguments: n_threads, bS, nOut, nState, gates,
-    projected, itemsize."""
+    weights (and Wproj) within a core's L2 (as the module read it from the machine: 1 MiB on
+    AMD Zen 4 and 5, whose float32 LSTM splits up to H=256 and GRU up to H=295). Arguments:
+    n_threads, bS, nOut, nState, gates, projected, itemsize."""
     splits = _time_loop.splits_rows
-    assert splits(2, 16, 128, 128, 4, False, 4)        # LSTM H=128, float: 256 KiB
-    assert not splits(2, 15, 128, 128, 4, False, 4)    # one thread would get 7 rows
-    assert not splits(1, 64, 128, 128, 4, False, 4)    # one thread
-    assert splits(3, 24, 256, 256, 4, False, 4)        # LSTM H=256, float: 1 MiB, the most
-    assert not splits(2, 64, 256, 256, 4, False, 8)    # double: 2 MiB
-    assert splits(2, 64, 256, 128, 4, True, 4)         # + Wproj: 512 + 128 KiB
-    assert not splits(2, 64, 256, 256, 4, True, 4)     # 1024 + 256 KiB
-    assert splits(2, 16, 295, 295, 3, False, 4)        # GRU H=295, float: 1020 KiB
-    assert not splits(2, 16, 296, 296, 3, False, 4)    # H=296: 1027 KiB
+    limit = _time_loop.ROW_SPLIT_WEIGHT_BYTES
+    assert limit == _time_loop.L2_BYTES
+    lstm = largest(lambda H: H * 4 * H * 4 <= limit)    # float32 Wh [H, 4H] within the limit
+    gru = largest(lambda H: H * 3 * H * 4 <= limit)
+    assert splits(2, 16, lstm // 2, lstm // 2, 4, False, 4)
+    assert not splits(2, 15, lstm // 2, lstm // 2, 4, False, 4)   # a thread would get 7 rows
+    assert not splits(1, 64, lstm // 2, lstm // 2, 4, False, 4)   # one thread
+    assert splits(3, 24, lstm, lstm, 4, False, 4)                 # the largest that splits
+    assert not splits(3, 24, lstm + 1, lstm + 1, 4, False, 4)
+    assert not splits(2, 64, lstm, lstm, 4, False, 8)             # double: twice the bytes
+    # + Wproj [nOut, nState]: nState·4·nOut + nOut·nState elements
+    projected = largest(lambda P: 5 * lstm * P * 4 <= limit)
+    assert splits(2, 64, lstm, projected, 4, True, 4)
+    assert not splits(2, 64, lstm, projected + 1, 4, True, 4)
+    assert splits(2, 16, gru, gru, 3, False, 4)
+    assert not splits(2, 16, gru + 1, gru + 1, 3, False, 4)
 
 
 # (sL, bS, n_threads, size): the units split (3 rows on 2 threads), the rows split, and calls of

@@ -15,6 +15,7 @@
 #if !defined(__CUDACC_RTC__)
 #include <stdint.h>
 #endif
+#include "cells/caches.h"
 
 /* Width of one panel in bytes: 64 floats or 32 doubles, four AVX-512 vectors. Fixed, not one
  * per instruction set, so that a copy packed by one build is read by any other (and can be
@@ -43,7 +44,7 @@
 #define CELLS_PANEL_KU_MAX 4
 
 /* Flags of the kernels: add to C (beta = 1) rather than overwrite it; prefetch the panel
- * CELLS_PANEL_PREFETCH_ROWS rows ahead, for a packed matrix of CELLS_PANEL_PREFETCH_BYTES or
+ * CELLS_PANEL_PREFETCH_ROWS rows ahead, for a packed matrix of cells_panel_prefetch_bytes() or
  * more: it pays where the panels come from L3, and costs load slots where they sit in L2.
  * (The hardware prefetchers stop at each 4 KB page: 16 panel rows of floats.) CELLS_PANEL_IN_PLACE: B is a matrix read in place, not packed (gemm_tn, gemm_nn);
  * CELLS_PANEL_TN: with it, the layout of gemm_tn (C = Aᵀ·B). CELLS_PANEL_BIAS: add a bias row
@@ -57,16 +58,20 @@
  * tile it falls in (a prepared net's products; see gemm_panels_fixed). */
 #define CELLS_PANEL_FIXED_ORDER 32
 #define CELLS_PANEL_PREFETCH_ROWS 16
-#define CELLS_PANEL_PREFETCH_BYTES (256 * 1024)
+
+/* A quarter of a core's L2 (cells/caches.h): a smaller packed matrix stays in L2 beside the
+ * rows it multiplies and what it writes. */
+static inline size_t cells_panel_prefetch_bytes(void) { return cells_l2_bytes() / 4; }
 
 /* gemm_tn (C = Aᵀ·B, A [K, M] and B [K, n] read in place), and gemm_nn (C = A·B) the same way:
  * K in blocks of CELLS_PANEL_TN_ROWS rows, whose vectors of B stay in L1 while they pass over
  * every row of C (128 rows of 4 vectors: 32 KiB). gemm_tn is for a C of up to
- * CELLS_PANEL_TN_C_BYTES, which stays in L2 over the whole of K: there it is faster than a
- * BLAS gemm, which copies both operands; a larger C is read and written once per row block,
- * and BLAS's blocking is as fast or faster, so those go to BLAS. */
+ * cells_panel_tn_c_bytes(), half a core's L2, which stays in L2 over the whole of K beside the
+ * rows of A and B passing through: there it is faster than a BLAS gemm, which copies both
+ * operands; a larger C is read and written once per row block, and BLAS's blocking is as fast
+ * or faster, so those go to BLAS. */
 #define CELLS_PANEL_TN_ROWS 128
-#define CELLS_PANEL_TN_C_BYTES (512 * 1024)
+static inline size_t cells_panel_tn_c_bytes(void) { return cells_l2_bytes() / 2; }
 
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #define CELLS_PANEL_VECTOR 1 /* GCC/Clang vector extensions */

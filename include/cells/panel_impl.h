@@ -656,7 +656,7 @@ CELLS_FN void FN(panel_gemm)(int isa, int fixed, ptrdiff_t M, ptrdiff_t n, ptrdi
     if (beta != 0 && beta != 1)
         FN(panel_scale)(M, n, beta, C, ldc);
     const int flags = (beta != 0 ? CELLS_PANEL_ADD : 0) | (bias ? CELLS_PANEL_BIAS : 0)
-                      | ((size_t)K * (size_t)n * sizeof(REAL) >= CELLS_PANEL_PREFETCH_BYTES
+                      | ((size_t)K * (size_t)n * sizeof(REAL) >= cells_panel_prefetch_bytes()
                                  ? CELLS_PANEL_PREFETCH : 0)
                       | (fixed ? CELLS_PANEL_FIXED_ORDER : 0);
     const ptrdiff_t tiles = (M + mr - 1) / mr, rows = M / tiles, taller = M % tiles;
@@ -716,7 +716,7 @@ CELLS_FN void FN(gemm_panels_fixed)(ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
  * lda >= K]: gemm_nn). K in blocks of CELLS_PANEL_TN_ROWS rows: in a row block, every group of
  * up to nvt whole vectors of B's columns (its rows in L1) passes over every tile of C's rows;
  * the tiles are as in panel_gemm, and the bias is added with the first row block. C stays in
- * L2 over the whole of K when it fits (CELLS_PANEL_TN_C_BYTES). A last part vector of B's
+ * L2 over the whole of K when it fits (cells_panel_tn_c_bytes()). A last part vector of B's
  * columns is copied, row block by row block, into a zero-padded strip on the stack, so that
  * nothing is read beyond B's n columns. */
 CELLS_FN void FN(panel_gemm_unpacked)(int isa, int tn, ptrdiff_t M, ptrdiff_t n, ptrdiff_t K,
@@ -779,7 +779,7 @@ CELLS_FN void FN(panel_gemm_unpacked)(int isa, int tn, ptrdiff_t M, ptrdiff_t n,
 
 /* C = Aᵀ·B + beta·C, both read in place: the gradient of a weight, Σ over K rows (steps ×
  * batch rows) of inputᵀ·gradient, without the copies of A and B a BLAS gemm makes. For a C of
- * up to CELLS_PANEL_TN_C_BYTES, which stays in L2 while A and B stream past once; a larger C is
+ * up to cells_panel_tn_c_bytes(), which stays in L2 while A and B stream past once; a larger C is
  * read and written once per row block, and a BLAS gemm, which packs both operands in blocks,
  * is faster there.
  *   A: [K, lda >= M], read only in its K rows × M columns
