@@ -90,6 +90,85 @@ static inline size_t cells_panel_tn_c_bytes(void) { return cells_l2_bytes() / 2;
 #define CELLS_PANEL_BARRIER()
 #define CELLS_PANEL_PREFETCH_ROW(p) ((void)(p))
 #endif
+/* The AVX2 tile of 6 rows by one 64-byte vector of a packed panel (isa 3's tile at full height,
+ * the one that runs nearly all of a large product) is inline assembly where GCC-style asm
+ * targets x86-64. Its 12 ymm accumulators, the vector's 2 ymm and a broadcast fill 15 of the
+ * 16 registers, which GCC's register allocator does not manage from panel_tile's C: it moved
+ * 3 accumulators between registers at every k, and without CELLS_PANEL_BARRIER spilled them.
+ * The assembly's k loop runs 4 k's a pass with no branch inside and sums as panel_tile does (k
+ * in increasing order, one FMA chain an element): the same bits. */
+#if CELLS_PANEL_VECTOR && defined(__GNUC__) && defined(__x86_64__)
+#define CELLS_PANEL_ASM_AVX2 1
+/* Its registers: row r's accumulators in ymm(2r) and ymm(2r+1), the panel row's vector in
+ * ymm12 and ymm13, the broadcast A element in ymm14. One k: the vector at byte P of %[p], times
+ * each row's element at byte E of its row (rows 0-2 from %[a0], 3-5 from %[a1], %[ld] bytes
+ * apart). PF is CELLS_PANEL_ASM_PREFETCH or CELLS_PANEL_ASM_NO_PREFETCH. */
+#define CELLS_PANEL_ASM_ROW(ROW, E, BCAST, FMA, C0, C1)                                     \
+    BCAST " " #E ROW ", %%ymm14\n\t" FMA " %%ymm12, %%ymm14, %%" C0 "\n\t"                  \
+    FMA " %%ymm13, %%ymm14, %%" C1 "\n\t"
+#define CELLS_PANEL_ASM_K(PF, P, E, BCAST, FMA)                                               \
+    PF(P) "vmovups " #P "(%[p]), %%ymm12\n\t"                                               \
+    "vmovups " #P "+32(%[p]), %%ymm13\n\t"                                                  \
+    CELLS_PANEL_ASM_ROW("(%[a0])", E, BCAST, FMA, "ymm0", "ymm1")                            \
+    CELLS_PANEL_ASM_ROW("(%[a0],%[ld])", E, BCAST, FMA, "ymm2", "ymm3")                      \
+    CELLS_PANEL_ASM_ROW("(%[a0],%[ld],2)", E, BCAST, FMA, "ymm4", "ymm5")                    \
+    CELLS_PANEL_ASM_ROW("(%[a1])", E, BCAST, FMA, "ymm6", "ymm7")                            \
+    CELLS_PANEL_ASM_ROW("(%[a1],%[ld])", E, BCAST, FMA, "ymm8", "ymm9")                      \
+    CELLS_PANEL_ASM_ROW("(%[a1],%[ld],2)", E, BCAST, FMA, "ymm10", "ymm11")
+/* The panel row CELLS_PANEL_PREFETCH_ROWS (16) rows ahead: 16 × 256 bytes. */
+#define CELLS_PANEL_ASM_PREFETCH(P) "prefetcht0 " #P "+4096(%[p])\n\t"
+#define CELLS_PANEL_ASM_NO_PREFETCH(P) ""
+/* The whole tile: the accumulators zeroed, %[n4] passes of 4 k's, %[n1] of one, and row r's
+ * two accumulators stored at byte 256·r of %[acc] (panel_tile's acc[r][0], vectors of 64
+ * bytes, CELLS_PANEL_NV a row). E1 .. E4: 1 .. 4 elements of A in bytes. */
+#define CELLS_PANEL_ASM_STORE(R, C0, C1)                                                      \
+    "vmovups %%" C0 ", " #R "*256(%[acc])\n\t"                                               \
+    "vmovups %%" C1 ", " #R "*256+32(%[acc])\n\t"
+#define CELLS_PANEL_ASM_TILE(PF, BCAST, FMA, E1, E2, E3, E4)                                  \
+    "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"                                                      \
+    "vmovaps %%ymm0, %%ymm1\n\tvmovaps %%ymm0, %%ymm2\n\tvmovaps %%ymm0, %%ymm3\n\t"       \
+    "vmovaps %%ymm0, %%ymm4\n\tvmovaps %%ymm0, %%ymm5\n\tvmovaps %%ymm0, %%ymm6\n\t"       \
+    "vmovaps %%ymm0, %%ymm7\n\tvmovaps %%ymm0, %%ymm8\n\tvmovaps %%ymm0, %%ymm9\n\t"       \
+    "vmovaps %%ymm0, %%ymm10\n\tvmovaps %%ymm0, %%ymm11\n\t"                                \
+    "test %[n4], %[n4]\n\t"                                                                 \
+    "jz 2f\n"                                                                                \
+    "1:\n\t"                                                                                \
+    CELLS_PANEL_ASM_K(PF, 0, 0, BCAST, FMA)                                                  \
+    CELLS_PANEL_ASM_K(PF, 256, E1, BCAST, FMA)                                               \
+    CELLS_PANEL_ASM_K(PF, 512, E2, BCAST, FMA)                                               \
+    CELLS_PANEL_ASM_K(PF, 768, E3, BCAST, FMA)                                               \
+    "add $1024, %[p]\n\t"                                                                   \
+    "add $" #E4 ", %[a0]\n\t"                                                               \
+    "add $" #E4 ", %[a1]\n\t"                                                               \
+    "dec %[n4]\n\t"                                                                         \
+    "jnz 1b\n"                                                                               \
+    "2:\n\t"                                                                                \
+    "test %[n1], %[n1]\n\t"                                                                 \
+    "jz 4f\n"                                                                                \
+    "3:\n\t"                                                                                \
+    CELLS_PANEL_ASM_K(PF, 0, 0, BCAST, FMA)                                                  \
+    "add $256, %[p]\n\t"                                                                    \
+    "add $" #E1 ", %[a0]\n\t"                                                               \
+    "add $" #E1 ", %[a1]\n\t"                                                               \
+    "dec %[n1]\n\t"                                                                         \
+    "jnz 3b\n"                                                                               \
+    "4:\n\t"                                                                                \
+    CELLS_PANEL_ASM_STORE(0, "ymm0", "ymm1") CELLS_PANEL_ASM_STORE(1, "ymm2", "ymm3")        \
+    CELLS_PANEL_ASM_STORE(2, "ymm4", "ymm5") CELLS_PANEL_ASM_STORE(3, "ymm6", "ymm7")        \
+    CELLS_PANEL_ASM_STORE(4, "ymm8", "ymm9") CELLS_PANEL_ASM_STORE(5, "ymm10", "ymm11")
+/* The operands and clobbers of the tile's asm statement. */
+#define CELLS_PANEL_ASM_OPERANDS(p, a0, a1, n4, n1, ld, acc)                                  \
+    : [p] "+r"(p), [a0] "+r"(a0), [a1] "+r"(a1), [n4] "+r"(n4), [n1] "+r"(n1)               \
+    : [ld] "r"(ld), [acc] "r"(acc)                                                           \
+    : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",        \
+      "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14"
+typedef char cells_panel_asm_offsets[CELLS_PANEL_BYTES == 256 && CELLS_PANEL_PREFETCH_ROWS == 16
+                                     && CELLS_PANEL_NV * CELLS_PANEL_VBYTES == 256
+                                         ? 1 : -1]; /* the byte offsets written above */
+#else
+#define CELLS_PANEL_ASM_AVX2 0
+#endif
+
 #if defined(__GNUC__) && !defined(__clang__)
 #define CELLS_PANEL_UNROLL CELLS_PANEL_PRAGMA(GCC unroll 16)
 #elif defined(__clang__)

@@ -287,38 +287,17 @@ CELLS_PANEL_INLINE void FN(panel_acc_fold)(const int isa, const int ku, const in
                 FN(panel_add)(isa, &acc[0][r][v], &acc[u][r][v]);
 }
 
-/* The micro-kernel: C[m, w] = A[m, K]·Pv[K, 0..w), plus C with flag CELLS_PANEL_ADD, for isa,
- * m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV, ku <= CELLS_PANEL_KU_MAX and in_place
- * constants once inlined.
- *   A:  [m, lda >= K], read only in its K columns; with in_place and flag CELLS_PANEL_TN, Aᵀ:
- *       A is [K, lda >= m] and the tile multiplies its m columns (element (r, k) at
- *       A[k·lda + r])
- *   Pv: nv vectors of each of the K rows of a panel ([K, NR] from the panel's start; Pv may
- *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL; with in_place, any
- *       row-major matrix read in place, Pv[k·ldp + j] (its rows need not be padded: w = nv·VL,
- *       or Pv holds nv·VL readable columns). The panel's stride is a constant: a run-time one
- *       slows the packed tiles.
- *   bias: [w], added to every row of the product with CELLS_PANEL_BIAS (else not read)
- *   C:  [m, ldc >= w], w <= nv·VL; read only with CELLS_PANEL_ADD
- * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows (with
- * CELLS_PANEL_TN, A's rows too) CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load
- * slots to spare). The ku sets change the order of the sum (not its error bound). */
-CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv, const int ku,
-                                       const int in_place, ptrdiff_t K,
-                                       const REAL *CELLS_RESTRICT A,
-                                       ptrdiff_t lda, const REAL *CELLS_RESTRICT Pv,
-                                       ptrdiff_t ldp, const REAL *CELLS_RESTRICT bias,
-                                       int flags, REAL *CELLS_RESTRICT C, ptrdiff_t ldc,
-                                       ptrdiff_t w) {
-    enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
-    const int pf = m >= 4 && (flags & CELLS_PANEL_PREFETCH);
-    const int tn = in_place && (flags & CELLS_PANEL_TN);
-    const ptrdiff_t pk = in_place ? ldp : NR; /* from one row of Pv to the next */
-    const ptrdiff_t ak = tn ? lda : 1;        /* from A's element (r, k) to (r, k + 1) */
-    const ptrdiff_t ar = tn ? 1 : lda;        /* ... to (r + 1, k) */
-    FN(panel_acc) acc[CELLS_PANEL_KU_MAX];
-    FN(panel_acc_zero)(isa, ku, m, nv, acc);
-
+/* The products of a tile (panel_tile): acc[u][r][v] = Σ over the k's of set u of A's element
+ * (r, k) (at A[r·ar + k·ak]) times vector v of Pv's row k (at Pv + k·pk), from zero, for the
+ * m × nv tile of `isa` in ku sets; with pf, panel rows (and with tn, A's rows, lda apart) are
+ * prefetched CELLS_PANEL_PREFETCH_ROWS ahead. Constants once inlined, but K and the strides. */
+CELLS_PANEL_INLINE void FN(panel_products)(const int isa, const int m, const int nv,
+                                           const int ku, ptrdiff_t K,
+                                           const REAL *CELLS_RESTRICT A, ptrdiff_t ak,
+                                           ptrdiff_t ar, const REAL *CELLS_RESTRICT Pv,
+                                           ptrdiff_t pk, const int pf, const int tn,
+                                           ptrdiff_t lda, FN(panel_acc) *acc) {
+    enum { VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
     ptrdiff_t k = 0;
     for (; k + ku <= K; k += ku) {
         CELLS_PANEL_UNROLL
@@ -360,6 +339,79 @@ CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv,
                 FN(panel_fma)(isa, &acc[0][r][v], a, &b[v]);
         }
     }
+}
+
+#if CELLS_PANEL_ASM_AVX2
+/* panel_products for isa 3 at m = 6, nv = 1, ku = 1 on a packed panel, in assembly (see
+ * CELLS_PANEL_ASM_AVX2 in panel.h): acc[r][0] = Σ_k A[r·lda + k]·Pv[k·NR .. k·NR + VL), k in
+ * increasing order, one FMA a k and row, as the C does; with pf, panel rows prefetched.
+ * Volatile: its only output is acc, written through a pointer. */
+CELLS_PANEL_INLINE void FN(panel_avx2_6x1)(ptrdiff_t K, const REAL *CELLS_RESTRICT A,
+                                           ptrdiff_t lda, const REAL *CELLS_RESTRICT Pv,
+                                           const int pf, FN(panel_vec) acc[][CELLS_PANEL_NV]) {
+    const REAL *p = Pv, *a0 = A, *a1 = A + 3 * lda;
+    ptrdiff_t n4 = K / 4, n1 = K % 4;
+    const ptrdiff_t ld = lda * (ptrdiff_t)sizeof(REAL);
+    if (sizeof(REAL) == 4 && pf)
+        __asm__ volatile(CELLS_PANEL_ASM_TILE(CELLS_PANEL_ASM_PREFETCH, "vbroadcastss",
+                                              "vfmadd231ps", 4, 8, 12, 16)
+                         CELLS_PANEL_ASM_OPERANDS(p, a0, a1, n4, n1, ld, acc));
+    else if (sizeof(REAL) == 4)
+        __asm__ volatile(CELLS_PANEL_ASM_TILE(CELLS_PANEL_ASM_NO_PREFETCH, "vbroadcastss",
+                                              "vfmadd231ps", 4, 8, 12, 16)
+                         CELLS_PANEL_ASM_OPERANDS(p, a0, a1, n4, n1, ld, acc));
+    else if (pf)
+        __asm__ volatile(CELLS_PANEL_ASM_TILE(CELLS_PANEL_ASM_PREFETCH, "vbroadcastsd",
+                                              "vfmadd231pd", 8, 16, 24, 32)
+                         CELLS_PANEL_ASM_OPERANDS(p, a0, a1, n4, n1, ld, acc));
+    else
+        __asm__ volatile(CELLS_PANEL_ASM_TILE(CELLS_PANEL_ASM_NO_PREFETCH, "vbroadcastsd",
+                                              "vfmadd231pd", 8, 16, 24, 32)
+                         CELLS_PANEL_ASM_OPERANDS(p, a0, a1, n4, n1, ld, acc));
+}
+#endif
+
+/* The micro-kernel: C[m, w] = A[m, K]·Pv[K, 0..w), plus C with flag CELLS_PANEL_ADD, for isa,
+ * m <= CELLS_PANEL_MR_MAX, nv <= CELLS_PANEL_NV, ku <= CELLS_PANEL_KU_MAX and in_place
+ * constants once inlined.
+ *   A:  [m, lda >= K], read only in its K columns; with in_place and flag CELLS_PANEL_TN, Aᵀ:
+ *       A is [K, lda >= m] and the tile multiplies its m columns (element (r, k) at
+ *       A[k·lda + r])
+ *   Pv: nv vectors of each of the K rows of a panel ([K, NR] from the panel's start; Pv may
+ *       start at one of its vectors), so Pv[k·NR + j], j < nv·VL; with in_place, any
+ *       row-major matrix read in place, Pv[k·ldp + j] (its rows need not be padded: w = nv·VL,
+ *       or Pv holds nv·VL readable columns). The panel's stride is a constant: a run-time one
+ *       slows the packed tiles.
+ *   bias: [w], added to every row of the product with CELLS_PANEL_BIAS (else not read)
+ *   C:  [m, ldc >= w], w <= nv·VL; read only with CELLS_PANEL_ADD
+ * With CELLS_PANEL_PREFETCH, tiles of 4 or more rows prefetch the panel rows (with
+ * CELLS_PANEL_TN, A's rows too) CELLS_PANEL_PREFETCH_ROWS ahead (smaller ones have no load
+ * slots to spare). The ku sets change the order of the sum (not its error bound). */
+CELLS_PANEL_INLINE void FN(panel_tile)(const int isa, const int m, const int nv, const int ku,
+                                       const int in_place, ptrdiff_t K,
+                                       const REAL *CELLS_RESTRICT A,
+                                       ptrdiff_t lda, const REAL *CELLS_RESTRICT Pv,
+                                       ptrdiff_t ldp, const REAL *CELLS_RESTRICT bias,
+                                       int flags, REAL *CELLS_RESTRICT C, ptrdiff_t ldc,
+                                       ptrdiff_t w) {
+    enum { NR = CELLS_PANEL_BYTES / sizeof(REAL), VL = CELLS_PANEL_VBYTES / sizeof(REAL) };
+    const int pf = m >= 4 && (flags & CELLS_PANEL_PREFETCH);
+    const int tn = in_place && (flags & CELLS_PANEL_TN);
+    const ptrdiff_t pk = in_place ? ldp : NR; /* from one row of Pv to the next */
+    const ptrdiff_t ak = tn ? lda : 1;        /* from A's element (r, k) to (r, k + 1) */
+    const ptrdiff_t ar = tn ? 1 : lda;        /* ... to (r + 1, k) */
+    FN(panel_acc) acc[CELLS_PANEL_KU_MAX];
+    FN(panel_acc_zero)(isa, ku, m, nv, acc);
+
+#if CELLS_PANEL_ASM_AVX2
+    const int in_asm = isa == 3 && m == 6 && nv == 1 && ku == 1 && !in_place;
+    if (in_asm)
+        FN(panel_avx2_6x1)(K, A, lda, Pv, pf, acc[0]);
+#else
+    const int in_asm = 0;
+#endif
+    if (!in_asm)
+        FN(panel_products)(isa, m, nv, ku, K, A, ak, ar, Pv, pk, pf, tn, lda, acc);
     FN(panel_acc_fold)(isa, ku, m, nv, acc);
 
     if (w == nv * VL) {
