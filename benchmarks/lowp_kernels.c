@@ -15,34 +15,20 @@
  * per step: µs, the weights' bytes read per second (GB/s: what bounds a step at M = 1) and the
  * multiply-adds' rate (GF/s: 2·M·(I+H)·4H flops, what bounds it at large M).
  */
-#define _POSIX_C_SOURCE 199309L
+#define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "c_timing.h"
 #include "cells/lowp.h"
 
 enum { SAMPLES = 41, MIN_SAMPLE_NS = 200000, WARM_STEPS = 4, GATES = 4 };
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float uniform(void) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
-}
-
-static void *aligned(size_t bytes) {
-    void *p = 0;
-    if (posix_memalign(&p, CELLS_PANEL_ALIGN, bytes ? bytes : 1))
-        abort();
-    return p;
 }
 
 /* One LSTM shape's operands, in every format. */
@@ -139,11 +125,6 @@ static void step(const shape *s, int c, int isa, int by_panel) {
     for (int p = 0; p < H; p += NR)
         for (int g = 0; g < GATES; ++g)
             columns(s, c, isa, g * H + p, H - p < NR ? H - p : NR);
-}
-
-static int compare(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 typedef struct { int kind, isa; const char *name; } contender;

@@ -14,31 +14,11 @@
  */
 #define _POSIX_C_SOURCE 200112L
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
+#include "c_timing.h"
 #include "cells/panel.h"
 
 enum { SAMPLES = 21, MIN_SAMPLE_NS = 20000000, WARM = 3 };
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int compare(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void *aligned(size_t bytes) {
-    void *p = 0;
-    if (posix_memalign(&p, CELLS_PANEL_ALIGN, bytes ? bytes : 1))
-        abort();
-    return p;
-}
 
 typedef struct {
     const char *what;
