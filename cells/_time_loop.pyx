@@ -988,13 +988,18 @@ cpdef bint backward_calls_blas(Py_ssize_t nIn, Py_ssize_t nState, Py_ssize_t G,
     holds more than TN_C_BYTES (weight_grad takes a thread's columns of it, at most all of it;
     dL/dWproj [nOut, nState] is smaller than dL/dWh). Every other product of either pass runs on
     cells' kernels."""
-    return max(nIn, nState) * G * itemsize > TN_C_BYTES
+    return max(nIn, nState) * G * itemsize > cells_panel_tn_c_bytes()
 
 
 # The input projection runs a chunk of time steps at a time, just before the loop steps that
 # read it, so that the gate pass finds gx in cache rather than in memory: chunks of at most
-# PROJECTION_CHUNK_BYTES of gx (every thread's columns; half a core's L2), at least one step.
-PROJECTION_CHUNK_BYTES = L2_BYTES // 2
+# projection_chunk_bytes() of gx (every thread's columns), at least one step.
+cdef inline Py_ssize_t projection_chunk_bytes() noexcept nogil:
+    """Half a core's L2."""
+    return cells_l2_bytes() // 2
+
+
+PROJECTION_CHUNK_BYTES = projection_chunk_bytes()
 
 
 cpdef Py_ssize_t projection_chunk_steps(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t G,
@@ -1005,18 +1010,25 @@ cpdef Py_ssize_t projection_chunk_steps(Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t
     cdef Py_ssize_t step_bytes = bS * G * itemsize
     if whole or step_bytes == 0:
         return sL
-    return min(sL, max(1, PROJECTION_CHUNK_BYTES // step_bytes))
+    return min(sL, max(1, projection_chunk_bytes() // step_bytes))
 
 
 # A pass splits the batch rows between the threads instead of the units (L.rows_split) where
 # every thread gets at least MIN_ROWS_PER_THREAD rows and its own packed copy of all the
-# recurrent weights (and Wproj) is at most ROW_SPLIT_WEIGHT_BYTES, a core's L2: then no thread
+# recurrent weights (and Wproj) is at most row_split_weight_bytes(): then no thread
 # waits for another at any step. The backward's packed weights are the same sizes, transposed.
 # Below 8 rows a thread, or above a core's L2 (1 MiB on the cores of the Performance page's
 # records), the unit split is as fast or faster.
 cdef enum:
     MIN_ROWS_PER_THREAD = 8
-ROW_SPLIT_WEIGHT_BYTES = L2_BYTES
+
+
+cdef inline Py_ssize_t row_split_weight_bytes() noexcept nogil:
+    """A core's L2."""
+    return cells_l2_bytes()
+
+
+ROW_SPLIT_WEIGHT_BYTES = row_split_weight_bytes()
 
 
 cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t nState,
@@ -1026,7 +1038,7 @@ cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t
     `itemsize` bytes."""
     cdef Py_ssize_t weights = nState * gates * nOut + (nOut * nState if projected else 0)
     return (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
-            and weights * itemsize <= ROW_SPLIT_WEIGHT_BYTES)
+            and weights * itemsize <= row_split_weight_bytes())
 
 
 cdef void split_work(Loop *L, cells_family_info fam, bint projected,

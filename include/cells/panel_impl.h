@@ -287,9 +287,9 @@ CELLS_PANEL_INLINE void FN(panel_acc_fold)(const int isa, const int ku, const in
                 FN(panel_add)(isa, &acc[0][r][v], &acc[u][r][v]);
 }
 
-/* The products of a tile (panel_tile): acc[u][r][v] = Σ over the k's of set u of A's element
- * (r, k) (at A[r·ar + k·ak]) times vector v of Pv's row k (at Pv + k·pk), from zero, for the
- * m × nv tile of `isa` in ku sets; with pf, panel rows (and with tn, A's rows, lda apart) are
+/* The products of a tile (panel_tile): adds to acc[u][r][v] (zeroed by the caller) the sum over
+ * the k's of set u of A's element (r, k) (at A[r·ar + k·ak]) times vector v of Pv's row k (at
+ * Pv + k·pk), for the m × nv tile of `isa` in ku sets; with pf, panel rows (and with tn, A's rows, lda apart) are
  * prefetched CELLS_PANEL_PREFETCH_ROWS ahead. Constants once inlined, but K and the strides. */
 CELLS_PANEL_INLINE void FN(panel_products)(const int isa, const int m, const int nv,
                                            const int ku, ptrdiff_t K,
