@@ -42,8 +42,8 @@ TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
 
 
 def default_threads():
-    """Number of CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    """Number of CPUs this process may use (cells.cpu_count: its affinity and cgroup quota)."""
+    return cells.cpu_count()
 
 
 # ----------------------------------------------------------------------------------------------

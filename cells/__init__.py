@@ -29,9 +29,11 @@ docstrings give, whose fields carry those names.
 
     cells.instruction_set()             the CPU kernels' path: "avx512", "avx2" or "generic" (the
                                         best the CPU has, or the one CELLS_ISA names)
+    cells.cpu_count()                   the CPUs this process may use (affinity, cgroup quota)
 """
 from cells import convert as convert  # the submodules, as attributes of cells
 from cells import onnx as onnx
+from cells._cpus import cpu_count
 from cells._isa import instruction_set
 from cells._prepared import (
     GruState,
@@ -116,6 +118,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "instruction_set",
+    "cpu_count",
     "PreparedNet",
     "NetResult",
     "GruState",

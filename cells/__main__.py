@@ -100,16 +100,11 @@ FD_STEP, FD_TOLERANCE = 1e-5, 1e-7
 TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
 
 
-def available_cpus():
-    """The CPUs this process may run on (all of them where the OS does not say)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-
-
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m cells", description=__doc__.split("\n")[0])
     parser.add_argument("--family", nargs="+", choices=FAMILIES, default=list(FAMILIES),
                         help="cell families to check and time (default: all)")
-    parser.add_argument("--threads", type=int, default=available_cpus(),
+    parser.add_argument("--threads", type=int, default=cells.cpu_count(),
                         help="n_threads of every call (default: the CPUs available, "
                              "%(default)s)")
     parser.add_argument("--repeats", type=int, default=3,
@@ -310,7 +305,7 @@ def describe_machine():
     instruction set the kernels run (cells.instruction_set(): CELLS_ISA chooses another) and the
     L2 size they block for (read from the machine)."""
     return (f"cells {cells.__version__} ({os.path.dirname(cells.__file__)}), "
-            f"{available_cpus()} CPUs available, load average {os.getloadavg()[0]:.2f}, "
+            f"{cells.cpu_count()} CPUs available, load average {os.getloadavg()[0]:.2f}, "
             f"instruction set: {cells.instruction_set()}, "
             f"L2 {_time_loop.L2_BYTES // 1024} KiB a core")
 

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 import scipy.linalg.cython_blas  # noqa: F401  (loads the BLAS the kernels call, before the scan)
 from threadpoolctl import ThreadpoolController
 
+from cells._cpus import cpu_count
 from cells._time_loop import MAX_THREADS
 
 _BLAS_LIBS = ThreadpoolController().select(user_api="blas").lib_controllers
@@ -30,14 +31,12 @@ MIN_UNITS_PER_THREAD = 16
 
 def max_threads():
     """The threads a call may use by default: the first value of OMP_NUM_THREADS when it is set
-    to a positive int (the variable every threaded numeric library reads), else the cores this
-    process may run on; at most MAX_THREADS."""
+    to a positive int (the variable every threaded numeric library reads), else the CPUs this
+    process may use (cpu_count: its affinity mask and cgroup quota); at most MAX_THREADS."""
     first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if first.isdigit() and int(first) > 0:
         return min(int(first), MAX_THREADS)
-    if hasattr(os, "sched_getaffinity"):
-        return min(len(os.sched_getaffinity(0)), MAX_THREADS)
-    return min(os.cpu_count() or 1, MAX_THREADS)
+    return min(cpu_count(), MAX_THREADS)
 
 
 def resolve_n_threads(n_threads, dims):

@@ -1,10 +1,10 @@
 """How many threads a call runs on (cells/_threads.py): n_threads as given (at most the team's
 MAX_THREADS), or for None every available thread (OMP_NUM_THREADS when it is set, else the
 cores), but no more than leave each MIN_UNITS_PER_THREAD hidden units."""
-import os
 
 import pytest
 
+import cells
 from cells import _threads
 
 MIN = _threads.MIN_UNITS_PER_THREAD
@@ -37,7 +37,7 @@ def test_more_threads_than_the_team_can_have_is_an_error():
 def test_omp_num_threads_sets_the_default_when_it_is_a_positive_int(monkeypatch, value,
                                                                     expected):
     monkeypatch.setenv("OMP_NUM_THREADS", value)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cells.cpu_count()
     expected = {None: _threads.MAX_THREADS, "cores": min(cores, _threads.MAX_THREADS)}.get(
         expected, expected)
     assert _threads.max_threads() == expected

@@ -1,0 +1,108 @@
+"""The CPUs this process may use: its affinity mask, capped by its cgroup's CPU quota.
+
+A container limited by a CPU quota (Docker's --cpus, Kubernetes' CPU limits) still sees every
+CPU of the host in its affinity mask: on a 64-core host with a 2-CPU quota, threads for 64 CPUs
+would take turns on 2 CPUs' worth of time. The quota is read from the cgroup file system of
+Linux, version 2 (`cpu.max`: "QUOTA PERIOD" or "max PERIOD") or version 1 (`cpu.cfs_quota_us`,
+-1 for none, and `cpu.cfs_period_us`), for the process's cgroup and each of its ancestors (a
+limit set above the process's own cgroup applies to it too): the smallest QUOTA / PERIOD.
+Where a cgroup directory is mounted from inside the hierarchy (a container's view),
+/proc/self/mountinfo gives the part of the path the mount hides.
+"""
+import os
+from pathlib import Path
+
+
+def cpu_count():
+    """The CPUs this process may use.
+
+    The CPUs of the process's affinity mask (``os.sched_getaffinity``; every CPU where the
+    platform has no affinity mask), at most the CPU quota of its Linux cgroup (version 1 or
+    2, its own or an ancestor's), rounded down, and at least 1. ``n_threads=None`` starts from
+    this count (unless ``OMP_NUM_THREADS`` is set).
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Examples
+    --------
+    >>> import cells
+    >>> cells.cpu_count() >= 1
+    True
+    """
+    if hasattr(os, "sched_getaffinity"):
+        cpus = len(os.sched_getaffinity(0))
+    else:
+        cpus = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        cpus = min(cpus, int(quota))
+    return max(1, cpus)
+
+
+def cgroup_cpu_quota(proc=Path("/proc/self")):
+    """The CPU quota of the process whose /proc directory is `proc`, in CPUs (a float: QUOTA /
+    PERIOD), the smallest over its cgroups (version 2, and version 1's cpu controller) and their
+    ancestors; None where none is set or the files cannot be read."""
+    try:
+        memberships = (proc / "cgroup").read_text().splitlines()
+        mounts = (proc / "mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    quotas = []
+    for line in memberships:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            quotas += _quotas(_directories(mounts, "cgroup2", None, path), _quota_v2)
+        elif "cpu" in controllers.split(","):
+            quotas += _quotas(_directories(mounts, "cgroup", "cpu", path), _quota_v1)
+    return min(quotas, default=None)
+
+
+def _directories(mounts, fstype, controller, path):
+    """The directories of cgroup `path` (as /proc/self/cgroup gives it) and of its ancestors up
+    to its mount's root, under the mount of `fstype` (with `controller` among its options, for
+    version 1) that /proc/self/mountinfo lists."""
+    for line in mounts:
+        fields = line.split()
+        separator = fields.index("-")
+        root, point = fields[3], fields[4]
+        kind, options = fields[separator + 1], fields[separator + 3].split(",")
+        if kind != fstype or (controller is not None and controller not in options):
+            continue
+        relative = Path(path)
+        if relative.is_relative_to(root):   # the mount shows the hierarchy from `root` down
+            relative = relative.relative_to(root)
+        elif root != "/":
+            continue
+        relative = Path(str(relative).lstrip("/"))
+        return [Path(point) / relative, *(Path(point) / up for up in relative.parents)]
+    return []
+
+
+def _quotas(directories, read):
+    """The quotas `read` finds in `directories` (those that set one)."""
+    quotas = (read(d) for d in directories)
+    return [q for q in quotas if q is not None]
+
+
+def _quota_v2(directory):
+    """cpu.max of a version-2 cgroup, "QUOTA PERIOD" or "max PERIOD": QUOTA / PERIOD or None."""
+    try:
+        quota, period = (directory / "cpu.max").read_text().split()
+    except (OSError, ValueError):
+        return None
+    return None if quota == "max" else int(quota) / int(period)
+
+
+def _quota_v1(directory):
+    """cpu.cfs_quota_us / cpu.cfs_period_us of a version-1 cgroup, or None (a quota of -1, or no
+    files)."""
+    try:
+        quota = int((directory / "cpu.cfs_quota_us").read_text())
+        period = int((directory / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return quota / period if quota > 0 and period > 0 else None
