@@ -1,4 +1,5 @@
-"""The CPUs this process may use: its affinity mask, capped by its cgroup's CPU quota.
+"""The CPUs this process may use: its affinity mask, capped by its cgroup's CPU quota; and the
+physical cores among them.
 
 A container limited by a CPU quota (Docker's --cpus, Kubernetes' CPU limits) still sees every
 CPU of the host in its affinity mask: on a 64-core host with a 2-CPU quota, threads for 64 CPUs
@@ -32,14 +33,32 @@ def cpu_count():
     >>> cells.cpu_count() >= 1
     True
     """
-    if hasattr(os, "sched_getaffinity"):
-        cpus = len(os.sched_getaffinity(0))
-    else:
-        cpus = os.cpu_count() or 1
+    cpus = len(affinity())
     quota = cgroup_cpu_quota()
     if quota is not None:
         cpus = min(cpus, int(quota))
     return max(1, cpus)
+
+
+def affinity():
+    """The CPUs of the process's affinity mask (every CPU where the platform has none)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def physical_cores(cpus=None, topology=Path("/sys/devices/system/cpu")):
+    """The physical cores among `cpus` (default: the affinity mask's): CPUs that share a core
+    (SMT siblings, hyperthreads), as Linux's cpuN/topology/thread_siblings_list lists them,
+    count once; a CPU whose topology is not listed counts as a core of its own."""
+    cores = set()
+    for cpu in affinity() if cpus is None else cpus:
+        try:
+            cores.add((topology / f"cpu{cpu}" / "topology" / "thread_siblings_list")
+                      .read_text().strip())
+        except OSError:
+            cores.add(f"cpu{cpu}")
+    return len(cores)
 
 
 def cgroup_cpu_quota(proc=Path("/proc/self")):

@@ -1,5 +1,6 @@
 """cells.cpu_count(): the CPUs of the affinity mask, capped by the cgroup CPU quota (rounded
-down, at least 1), which n_threads=None starts from (cells/_cpus.py).
+down, at least 1), which n_threads=None starts from, counting a core's SMT siblings once
+(cells/_cpus.py).
 
 The quota reader on file trees built here: version 2 (cpu.max) and version 1 (cpu.cfs_quota_us
 and cpu.cfs_period_us), a limit on an ancestor cgroup, a container's mount of a cgroup from
@@ -102,6 +103,31 @@ def test_n_threads_none_starts_from_it(monkeypatch):
     monkeypatch.setattr(_cpus, "cgroup_cpu_quota", lambda: 1.0)
     assert _threads.max_threads() == 1
     assert _threads.resolve_n_threads(None, (10, 4, 8, 256)) == 1
+
+
+def topology(tmp_path, siblings):
+    """A sysfs cpu directory whose CPUs have these thread_siblings_list values ({cpu: text})."""
+    for cpu, text in siblings.items():
+        write(tmp_path / f"cpu{cpu}" / "topology" / "thread_siblings_list", text + "\n")
+    return tmp_path
+
+
+def test_smt_siblings_count_once(tmp_path):
+    """4 CPUs on 2 cores (0 and 2 share one, 1 and 3 the other), and a CPU of no listed
+    topology."""
+    sysfs = topology(tmp_path, {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"})
+    assert _cpus.physical_cores([0, 1, 2, 3], sysfs) == 2
+    assert _cpus.physical_cores([0, 2], sysfs) == 1
+    assert _cpus.physical_cores([0, 1], sysfs) == 2
+    assert _cpus.physical_cores([0, 2, 7], sysfs) == 2
+
+
+def test_n_threads_none_takes_one_thread_a_core(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(_cpus, "cgroup_cpu_quota", lambda: None)
+    monkeypatch.setattr(_threads, "physical_cores", lambda: 1)
+    assert _threads.max_threads() == 1
+    assert 1 <= _cpus.physical_cores() <= len(_cpus.affinity())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ cores), but no more than leave each MIN_UNITS_PER_THREAD hidden units."""
 import pytest
 
 import cells
-from cells import _threads
+from cells import _cpus, _threads
 
 MIN = _threads.MIN_UNITS_PER_THREAD
 
@@ -37,7 +37,7 @@ def test_more_threads_than_the_team_can_have_is_an_error():
 def test_omp_num_threads_sets_the_default_when_it_is_a_positive_int(monkeypatch, value,
                                                                     expected):
     monkeypatch.setenv("OMP_NUM_THREADS", value)
-    cores = cells.cpu_count()
+    cores = min(cells.cpu_count(), _cpus.physical_cores())
     expected = {None: _threads.MAX_THREADS, "cores": min(cores, _threads.MAX_THREADS)}.get(
         expected, expected)
     assert _threads.max_threads() == expected
