@@ -86,10 +86,12 @@ typedef struct {
  * the call's waits spin. It lives on the caller's stack, beside the call's arguments, which
  * every part reads all along: aligned to a cache line (and so padded to whole lines), its
  * counters never share a line with them (sharing one made a 2-thread call of a small RNN twice
- * as slow in the processes whose stack offset put them together). */
+ * as slow in the processes whose stack offset put them together). The arrivals and the signal
+ * the waiters watch are on lines of their own too, so that an arrival does not take the line
+ * the waiters read from them. */
 typedef struct {
     _Alignas(64) atomic_int arrived;
-    cells_signal passed;
+    _Alignas(64) cells_signal passed;
     int64_t spin_ns;
 } cells_meeting;
 
