@@ -91,12 +91,9 @@ def _directories(mounts, fstype, controller, path):
         kind, options = fields[separator + 1], fields[separator + 3].split(",")
         if kind != fstype or (controller is not None and controller not in options):
             continue
-        relative = Path(path)
-        if relative.is_relative_to(root):   # the mount shows the hierarchy from `root` down
-            relative = relative.relative_to(root)
-        elif root != "/":
+        if not Path(path).is_relative_to(root):   # the mount shows another part of the tree
             continue
-        relative = Path(str(relative).lstrip("/"))
+        relative = Path(path).relative_to(root)     # the mount shows the tree from `root` down
         return [Path(point) / relative, *(Path(point) / up for up in relative.parents)]
     return []
 

@@ -54,10 +54,13 @@ def test_v2_the_smallest_quota_of_the_cgroup_and_its_ancestors(tmp_path):
 
 
 def test_v2_a_containers_view_of_its_own_cgroup(tmp_path):
-    """The mount's root is the container's cgroup, which /proc/self/cgroup names in full."""
-    fs = tmp_path / "cg2"
+    """The mount's root is the container's cgroup, which /proc/self/cgroup names in full; a
+    mount of another part of the tree, listed first, is passed over."""
+    fs, other = tmp_path / "cg2", tmp_path / "other"
     write(fs / "cpu.max", "125000 50000\n")
-    proc = proc_dir(tmp_path, ["0::/docker/abc"], [v2_mount(fs, root="/docker/abc")])
+    write(other / "cpu.max", "10000 100000\n")
+    proc = proc_dir(tmp_path, ["0::/docker/abc"], [v2_mount(other, root="/docker/xyz"),
+                                                   v2_mount(fs, root="/docker/abc")])
     assert _cpus.cgroup_cpu_quota(proc) == 2.5
 
 
