@@ -74,23 +74,23 @@ def test_v1_the_cpu_controllers_quota(tmp_path):
     assert _cpus.cgroup_cpu_quota(proc) == 0.5
 
 
-def test_no_quota(tmp_path):
+def both_versions(tmp_path, cfs_quota_us, cpu_max):
+    """A process in the root cgroup of both a version-1 cpu hierarchy and a version-2 one,
+    whose files hold these (a period of 100000 µs for version 1)."""
     fs1, fs2 = tmp_path / "cpu", tmp_path / "cg2"
-    write(fs1 / "cpu.cfs_quota_us", "-1\n")
+    write(fs1 / "cpu.cfs_quota_us", cfs_quota_us + "\n")
     write(fs1 / "cpu.cfs_period_us", "100000\n")
-    write(fs2 / "cpu.max", "max 100000\n")
-    proc = proc_dir(tmp_path, ["3:cpu:/", "0::/"], [v1_mount(fs1, "rw,cpu"), v2_mount(fs2)])
-    assert _cpus.cgroup_cpu_quota(proc) is None
+    write(fs2 / "cpu.max", cpu_max + "\n")
+    return proc_dir(tmp_path, ["3:cpu:/", "0::/"], [v1_mount(fs1, "rw,cpu"), v2_mount(fs2)])
+
+
+def test_no_quota(tmp_path):
+    assert _cpus.cgroup_cpu_quota(both_versions(tmp_path, "-1", "max 100000")) is None
     assert _cpus.cgroup_cpu_quota(tmp_path / "nowhere") is None
 
 
 def test_both_versions_the_smaller(tmp_path):
-    fs1, fs2 = tmp_path / "cpu", tmp_path / "cg2"
-    write(fs1 / "cpu.cfs_quota_us", "300000\n")
-    write(fs1 / "cpu.cfs_period_us", "100000\n")
-    write(fs2 / "cpu.max", "200000 100000\n")
-    proc = proc_dir(tmp_path, ["3:cpu:/", "0::/"], [v1_mount(fs1, "rw,cpu"), v2_mount(fs2)])
-    assert _cpus.cgroup_cpu_quota(proc) == 2.0
+    assert _cpus.cgroup_cpu_quota(both_versions(tmp_path, "300000", "200000 100000")) == 2.0
 
 
 @pytest.mark.parametrize("quota, expected", [(None, "all"), (0.5, 1), (1.0, 1), (1.99, 1),
