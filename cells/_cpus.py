@@ -9,9 +9,16 @@ Linux, version 2 (`cpu.max`: "QUOTA PERIOD" or "max PERIOD") or version 1 (`cpu.
 limit set above the process's own cgroup applies to it too): the smallest QUOTA / PERIOD.
 Where a cgroup directory is mounted from inside the hierarchy (a container's view),
 /proc/self/mountinfo gives the part of the path the mount hides.
+
+A thread count is asked for at every call with n_threads=None, so the quota and the cores'
+topology, which take file reads, are read once per process (a quota changed later is not seen);
+the affinity mask, one system call, at every call (taskset may change it at any time).
 """
+import functools
 import os
 from pathlib import Path
+
+TOPOLOGY = Path("/sys/devices/system/cpu")
 
 
 def cpu_count():
@@ -19,8 +26,8 @@ def cpu_count():
 
     The CPUs of the process's affinity mask (``os.sched_getaffinity``; every CPU where the
     platform has no affinity mask), at most the CPU quota of its Linux cgroup (version 1 or
-    2, its own or an ancestor's), rounded down, and at least 1. ``n_threads=None`` starts from
-    this count (unless ``OMP_NUM_THREADS`` is set).
+    2, its own or an ancestor's, read once per process), rounded down, and at least 1.
+    ``n_threads=None`` starts from this count (unless ``OMP_NUM_THREADS`` is set).
 
     Returns
     -------
@@ -33,32 +40,57 @@ def cpu_count():
     >>> cells.cpu_count() >= 1
     True
     """
-    cpus = len(affinity())
-    quota = cgroup_cpu_quota()
+    return _within_quota(len(affinity()))
+
+
+def thread_cores():
+    """What n_threads=None starts from: cpu_count(), with the SMT siblings of a core counted
+    once (physical_cores), the affinity mask read once."""
+    cpus = affinity()
+    return min(_within_quota(len(cpus)), physical_cores(cpus))
+
+
+def _within_quota(cpus):
+    """`cpus` CPUs, at most the process's cgroup quota rounded down, and at least 1."""
+    quota = process_cpu_quota()
     if quota is not None:
         cpus = min(cpus, int(quota))
     return max(1, cpus)
 
 
 def affinity():
-    """The CPUs of the process's affinity mask (every CPU where the platform has none)."""
+    """The CPUs of the process's affinity mask, a frozenset (every CPU where the platform has
+    none)."""
     if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
+        return frozenset(os.sched_getaffinity(0))
+    return frozenset(range(os.cpu_count() or 1))
 
 
-def physical_cores(cpus=None, topology=Path("/sys/devices/system/cpu")):
+def physical_cores(cpus=None, topology=TOPOLOGY):
     """The physical cores among `cpus` (default: the affinity mask's): CPUs that share a core
     (SMT siblings, hyperthreads), as Linux's cpuN/topology/thread_siblings_list lists them,
-    count once; a CPU whose topology is not listed counts as a core of its own."""
+    count once; a CPU whose topology is not listed counts as a core of its own. Read once for
+    each set of CPUs."""
+    return _physical_cores(affinity() if cpus is None else frozenset(cpus), topology)
+
+
+@functools.lru_cache(maxsize=64)
+def _physical_cores(cpus, topology):
+    """physical_cores of the frozenset `cpus`, read from the files."""
     cores = set()
-    for cpu in affinity() if cpus is None else cpus:
+    for cpu in cpus:
         try:
             cores.add((topology / f"cpu{cpu}" / "topology" / "thread_siblings_list")
                       .read_text().strip())
         except OSError:
             cores.add(f"cpu{cpu}")
     return len(cores)
+
+
+@functools.cache
+def process_cpu_quota():
+    """cgroup_cpu_quota() of this process, read once."""
+    return cgroup_cpu_quota()
 
 
 def cgroup_cpu_quota(proc=Path("/proc/self")):

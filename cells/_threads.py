@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import scipy.linalg.cython_blas  # noqa: F401  (loads the BLAS the kernels call, before the scan)
 from threadpoolctl import ThreadpoolController
 
-from cells._cpus import cpu_count, physical_cores
+from cells._cpus import thread_cores
 from cells._time_loop import MAX_THREADS
 
 _BLAS_LIBS = ThreadpoolController().select(user_api="blas").lib_controllers
@@ -32,13 +32,13 @@ MIN_UNITS_PER_THREAD = 16
 def max_threads():
     """The threads a call may use by default: the first value of OMP_NUM_THREADS when it is set
     to a positive int (the variable every threaded numeric library reads), else the CPUs this
-    process may use (cpu_count: its affinity mask and cgroup quota), counting the SMT siblings of
-    a core once (physical_cores: two threads on one core share its FMA units, which the kernels
-    keep busy); at most MAX_THREADS."""
+    process may use (its affinity mask and cgroup quota), counting the SMT siblings of a core
+    once (two threads on one core share its FMA units, which the kernels keep busy): thread_cores;
+    at most MAX_THREADS."""
     first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if first.isdigit() and int(first) > 0:
         return min(int(first), MAX_THREADS)
-    return min(cpu_count(), physical_cores(), MAX_THREADS)
+    return min(thread_cores(), MAX_THREADS)
 
 
 def resolve_n_threads(n_threads, dims):

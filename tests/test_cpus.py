@@ -96,14 +96,14 @@ def test_both_versions_the_smaller(tmp_path):
 @pytest.mark.parametrize("quota, expected", [(None, "all"), (0.5, 1), (1.0, 1), (1.99, 1),
                                              (2.0, 2), (1000.0, "all")])
 def test_cpu_count_rounds_the_quota_down_with_a_floor_of_one(monkeypatch, quota, expected):
-    monkeypatch.setattr(_cpus, "cgroup_cpu_quota", lambda: quota)
+    monkeypatch.setattr(_cpus, "process_cpu_quota", lambda: quota)
     expected = affinity() if expected == "all" else min(expected, affinity())
     assert cells.cpu_count() == expected
 
 
 def test_n_threads_none_starts_from_it(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(_cpus, "cgroup_cpu_quota", lambda: 1.0)
+    monkeypatch.setattr(_cpus, "process_cpu_quota", lambda: 1.0)
     assert _threads.max_threads() == 1
     assert _threads.resolve_n_threads(None, (10, 4, 8, 256)) == 1
 
@@ -127,9 +127,12 @@ def test_smt_siblings_count_once(tmp_path):
 
 def test_n_threads_none_takes_one_thread_a_core(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(_cpus, "cgroup_cpu_quota", lambda: None)
-    monkeypatch.setattr(_threads, "physical_cores", lambda: 1)
+    monkeypatch.setattr(_cpus, "process_cpu_quota", lambda: None)
+    monkeypatch.setattr(_cpus, "physical_cores", lambda cpus: 1)
     assert _threads.max_threads() == 1
+
+
+def test_this_machines_cores():
     assert 1 <= _cpus.physical_cores() <= len(_cpus.affinity())
 
 
