@@ -329,7 +329,7 @@ static inline void cells_lowp_mxcsr_restore(unsigned old) {
 #define CELLS_LOWP_KU_MAX 4
 #define CELLS_LOWP_TILE_NV_MAX (4 * CELLS_LOWP_NV)
 #define CELLS_LOWP_CHAINS 16 /* accumulator vectors in flight a tile aims at */
-static inline int cells_lowp_q8_mr(int isa) { return isa == 5 ? 6 : isa == 4 ? 4 : isa == 3 ? 4 : 2; }
+static inline int cells_lowp_q8_mr(int isa) { return isa == 5 ? 6 : isa >= 3 ? 4 : 2; }
 static inline int cells_lowp_q8_nvt(int isa) { return isa >= 4 ? CELLS_LOWP_NV : 1; }
 static inline int cells_lowp_q8_ku(int isa, int m) {
     const int sets = isa == 5             ? CELLS_LOWP_CHAINS / (m * CELLS_LOWP_NV)
