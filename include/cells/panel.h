@@ -93,8 +93,8 @@ static inline size_t cells_panel_tn_c_bytes(void) { return cells_l2_bytes() / 2;
 /* The AVX2 tile of 6 rows by one 64-byte vector of a packed panel (isa 3's tile at full height,
  * the one that runs nearly all of a large product) is inline assembly where GCC-style asm
  * targets x86-64. Its 12 ymm accumulators, the vector's 2 ymm and a broadcast fill 15 of the
- * 16 registers, which GCC's register allocator does not manage from panel_tile's C: it moved
- * 3 accumulators between registers at every k, and without CELLS_PANEL_BARRIER spilled them.
+ * 16 registers, which GCC's register allocator does not manage from panel_tile's C: it moves
+ * 3 accumulators between registers at every k, and spills them without CELLS_PANEL_BARRIER.
  * The assembly's k loop runs 4 k's a pass with no branch inside and sums as panel_tile does (k
  * in increasing order, one FMA chain an element): the same bits. */
 #if CELLS_PANEL_VECTOR && defined(__GNUC__) && defined(__x86_64__)
