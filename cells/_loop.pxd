@@ -36,17 +36,22 @@ cdef struct Loop:
     const int64_t *seq_len      # [bS] or NULL: every row runs all sL steps
     bint forward                # False: each row's valid steps run backwards in time
     bint keep                   # forward: keep every step's gates, c and aux for the backward
-    int n_threads               # the parts (threads) to run on; each owns a block of the units,
-    bint rows_split             # or, where this is set, a block of the batch rows and every
-                                # unit (splits_rows)
+    int n_threads               # the parts (threads) to run on; each claims a block of the
+    bint rows_split             # units first (its home), or, where this is set, a block of the
+                                # batch rows and every unit (splits_rows)
     bint row_steps              # where the units split for a family whose step reduces across
                                 # a row (row_reduction): each part still runs the steps of a
                                 # block of whole rows, meeting the others between its products
                                 # and its steps
     Py_ssize_t unit_align       # a part's block of the units starts at a multiple of this
     const Prepared *prepared    # a prepared net's weights, or NULL: the call packs its own
-    cells_claims *claims        # a prepared net's call: the tasks its parts claim, `tasks`
-    long tasks                  # per phase (a block of rows, or of panels of the units)
+    cells_claims *claims        # the tasks the call's parts claim, `tasks` per phase
+    long tasks                  # (a block of the rows, or of the units)
+    PackedWeights *shares       # [tasks, 3] or NULL: where the units split and the call packs
+                                # its weights, each task's: in the forward its columns of
+                                # op(Wx), op(Wh) and Wproj; in the backward its rows of op(Wh)ᵀ
+                                # (the blocks that multiply hPrev, those that multiply aux) and
+                                # of Wprojᵀ
     RowScratch *row_scratch     # [n_threads] or NULL: on int8 or bfloat16 weights, each
                                 # part's room for the rows its products convert
     Rows x_rows                 # on int8 or bfloat16 weights: x [sL·bS, nIn] converted once

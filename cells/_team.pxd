@@ -48,15 +48,16 @@ cdef inline Units part_units(cells_part me, Py_ssize_t nOut, Py_ssize_t align) n
     return mine
 
 
-# Work that a call's parts claim task by task (include/cells/claims.h): a prepared net's call.
+# Work that a call's parts claim task by task (include/cells/claims.h): every pass.
 cdef extern from "cells/claims.h" nogil:
     ctypedef struct cells_claims:
         pass
 
-    void cells_claims_init(cells_claims *c) noexcept
+    # homes: the parts asked for, each of which claims its own range of every phase first.
+    void cells_claims_init(cells_claims *c, int homes) noexcept
     void cells_claims_destroy(cells_claims *c) noexcept
-    # The next unclaimed task of phase g (`tasks` tasks), or -1: none left.
-    long cells_claim(cells_claims *c, long long g, long tasks) noexcept
+    # The next unclaimed task of phase g (`tasks` tasks) for part `part`, or -1: none left.
+    long cells_claim(cells_claims *c, long long g, long tasks, int part) noexcept
     void cells_claim_finished(cells_claims *c) noexcept
     # Wait until every task of phase g is finished.
     void cells_claims_wait(cells_claims *c, long long g, long tasks, int64_t spin_ns) noexcept

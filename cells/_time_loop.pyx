@@ -14,20 +14,24 @@ passes its carried gradient through them unchanged. At a row's first step the st
 cI); a row's final state is the state after its last valid step (hI, cI when len_b = 0).
 
 Threads: a pass runs as the parts of one cells_run_parts call (include/cells/team.h), a thread
-each. Part p owns the units [j0, j1) (its block of each gate block). At every step it multiplies
-the state by its columns of op(Wh), packed once per call (cells/_panels.pxd), then runs its
-family's step for just those elements. The input projection (a chunk of time steps at a time, just
-before the steps that read it) and the backward's dL/dx run on packed weights too (a call of one
-step, whose every product runs once, reads the weights in place: call_weights); the backward's
-weight gradients are one product per weight and part, each its own columns, on the same kernels
-reading the inputs and dz in place (gemm_tn; on BLAS for a gradient over TN_C_BYTES: the only
-products on BLAS).
-Threads meet at a barrier only where a product needs columns that other threads wrote: once per
-step, twice for a family with a second phase (the reset-before GRU). Where the batch is large and
-the recurrent weights small (splits_rows), a pass splits the batch rows instead: part p runs every
-unit of its rows on its own packed copy of the weights, and meets no barrier in the loop (the
-backward adds up the parts' sums over their rows, dL/db and dL/dP, after it; part_share says
-who owns what).
+each, and its work is tasks that the parts claim (include/cells/claims.h), in phases that end
+only where a task reads what other tasks wrote. A task is a block of the units (its block of
+each gate block): it multiplies the state by its columns of op(Wh), packed once per call in
+the pass's first phase (cells/_panels.pxd, L.shares), then runs its family's step for just
+those elements; a forward step is one phase (two for a family with a second phase, the
+reset-before GRU, and one more with Wproj). There are as many tasks as parts, and part p
+claims task p first (its home): in a quiet process every part runs its own block at every
+step, on weights that stay in its core's caches; when the system deschedules a part (a busy
+process beside it), the others run its tasks, and wait only for a task it holds. The input
+projection (a chunk of time steps at a time, just before the steps that read it) and the
+backward's dL/dx run on packed weights too (a call of one step, whose every product runs once,
+reads the weights in place: call_weights); the backward's weight gradients are one product per
+weight and task, each its own columns, on the same kernels reading the inputs and dz in place
+(gemm_tn; on BLAS for a gradient over TN_C_BYTES: the only products on BLAS). Where the batch
+is large and the recurrent weights small (splits_rows), a task is instead a block of the batch
+rows over every step, run on the packed copy of all the weights of the part that runs it, and
+the loop has no phase to wait for (the backward adds up the tasks' sums over their rows,
+dL/db and dL/dP, after it; part_share says who owns what).
 
 The backward: only the dL/dh (and dL/dc) recurrence runs step by step, with dL/db = Σ dz
 (and dL/dP) summed as each step's dz is written; after the loop, dL/dx = dz·op(Wx)ᵀ,
@@ -37,11 +41,9 @@ the forward's workspace.
 
 A family whose step reduces across a row's units (LayerNorm cells: the table's row_reduction)
 runs its steps on whole rows, and no reduction crosses threads: where the units split
-(L.row_steps), each part multiplies its units' columns for every row, meets the others, then
-runs the steps of its block of the rows (step_share), and meets them again before the next
-product; its backward sums dL/db and dL/dP over its own rows, as the row split does. A prepared
-net's call runs each stage's products as tasks of whole panels, then its steps as as many
-tasks of blocks of the rows (claimed_phase).
+(L.row_steps), a stage's products are a phase of tasks of blocks of the units, and its steps
+a phase of as many tasks of blocks of the rows (step_share); the backward sums dL/db and dL/dP
+over each task's rows, as the row split does.
 
 A family with no recurrent product (IndRNN: recurrent_product 0) has no op(Wh): neither pass
 multiplies by it, and there is no dL/dWh.
@@ -51,15 +53,16 @@ is not projected; the backward splits each step's dL/dh between the step and hPr
 
 Prepared nets (cells.PreparedNet, PreparedWeights below): prepare() packs a family's weights
 whole, once (L.prepared); each inference call runs forward_loop on them, each thread taking
-views of whole panels (part_units aligned to the panel width), every product in fixed order
+views of whole panels (part_units aligned to the panel width; its tasks are blocks of whole
+panels, or of 8 rows), every product in fixed order
 (gemm_panels_fixed). An output's bits then depend on neither the rows beside it, nor the steps
 a call spans, nor the thread that computes it.
 """
 cimport numpy as cnp
 from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, int32_t, int64_t
-from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy, memset
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, real
 from cells._families cimport (
@@ -73,9 +76,9 @@ from cells._loops cimport (
     zero_units, zoneout_grad_units, zoneout_units,
 )
 from cells._team cimport (
-    CELLS_MAX_THREADS, Units, cells_barrier, cells_claim, cells_claim_finished, cells_claims,
-    cells_claims_destroy, cells_claims_init, cells_claims_wait, cells_gate_enter,
-    cells_gate_leave, cells_part, cells_part_spin_ns, cells_run_parts, cells_run_parts_on_team,
+    CELLS_MAX_THREADS, Units, cells_claim, cells_claim_finished, cells_claims,
+    cells_claims_destroy, cells_claims_init, cells_claims_wait, cells_gate_enter, cells_gate_leave,
+    cells_part, cells_part_fn, cells_part_spin_ns, cells_run_parts, cells_run_parts_on_team,
     cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
@@ -246,20 +249,6 @@ cdef inline Share step_share(const Loop *L, cells_part me) noexcept nogil:
     return row_share(L, me) if L.row_steps else part_share(L, me)
 
 
-cdef inline void meet_over_units(const Loop *L, cells_part me) noexcept nogil:
-    """The barrier where the threads split the units (a product then reads columns that other
-    threads wrote); none where they split the rows (each thread's rows are its own)."""
-    if not L.rows_split:
-        cells_barrier(me)
-
-
-cdef inline void meet_for_row_steps(const Loop *L, cells_part me) noexcept nogil:
-    """The barrier where the products split the units and the steps the rows (L.row_steps):
-    a step then reads every unit of its rows, which the other threads' products wrote."""
-    if L.row_steps:
-        cells_barrier(me)
-
-
 # ---------------------------------------------------------------------------------------------
 # Where a row stands at a loop step, and the states it moves between (both passes)
 # ---------------------------------------------------------------------------------------------
@@ -338,20 +327,21 @@ cdef enum:
     # the output's projection (with Wproj). Each ends where the next reads what every share
     # of it wrote.
     PHASE_0, PHASE_1, PROJECTION
-    # and, in a prepared net's call (claimed_phase), the final states after the last step
-    FINAL_STATE
+    # and the phases of a forward pass's claimed work (claimed_phase) that are not a step's:
+    # the call's packed weights of each block of the units, before the first step; the final
+    # states, after the last step
+    PACK_WEIGHTS, FINAL_STATE
 
 
 cdef enum:
-    # What a prepared net's claimed phase runs of its stage: all of it, or (L.row_steps) its
-    # products, on blocks of the units, then its steps, on as many blocks of the rows.
+    # What a claimed phase runs of its stage: all of it, or (L.row_steps) its products, on
+    # blocks of the units, then its steps, on as many blocks of the rows.
     WHOLE_STAGE, STAGE_PRODUCTS, STAGE_STEPS
 
 
 cdef struct Task:
-    # A share of the forward's work and the weights it multiplies: a part's own (its packed
-    # columns), or one a prepared net's call claims (views of whole panels), with the room of
-    # the part that runs it for the rows it converts (int8 or bfloat16 weights; else NULL).
+    # A share of the forward's work and the weights it multiplies (claimed_task), with the room
+    # of the part that runs it for the rows it converts (int8 or bfloat16 weights; else NULL).
     # s: the share of the products; steps: that of the steps (s, but whole rows where
     # L.row_steps).
     Share s, steps
@@ -359,21 +349,46 @@ cdef struct Task:
     RowScratch *scratch
 
 
-cdef inline Task prepared_task(const Loop *L, cells_part me, Py_ssize_t task, Py_ssize_t tasks,
-                               bint rows, real zero) noexcept nogil:
-    """Task `task` of `tasks` of a prepared net's step, run by part `me`: a block of the rows
-    where L.rows_split or `rows` (the steps of L.row_steps), else a block of whole panels of
-    the units (and of the state columns): part_share's, or row_share's with `rows`."""
+cdef inline Task claimed_task(const Loop *L, cells_part me, Py_ssize_t task, bint rows,
+                              const PackedWeights *own, real zero) noexcept nogil:
+    """Task `task` of L.tasks of a forward pass, run by part `me`: a block of the rows where
+    L.rows_split or `rows` (the steps of L.row_steps), else a block of the units (and of the
+    state columns): part_share's, or row_share's with `rows`. Its weights: views of whole
+    panels of a prepared net's; else, where the rows split, `own` (the running part's packed
+    copy of all of them), and where the units split, the call's packed columns of the task's
+    units (L.shares)."""
     cdef cells_part part
-    part.part, part.nparts = task, tasks
+    part.part, part.nparts = task, L.tasks
     cdef Task w
     w.s = row_share(L, part) if rows else part_share(L, part)
     w.steps = w.s
     w.scratch = L.row_scratch + me.part if L.row_scratch != NULL else NULL
-    w.wx = panel_columns(&zero, L.prepared.wx, w.s.j0, w.s.n)
-    w.wh = panel_columns(&zero, L.prepared.wh, w.s.j0, w.s.n)
-    w.wproj = panel_columns(&zero, L.prepared.wproj, w.s.s0, w.s.ns)
+    if L.prepared != NULL:
+        w.wx = panel_columns(&zero, L.prepared.wx, w.s.j0, w.s.n)
+        w.wh = panel_columns(&zero, L.prepared.wh, w.s.j0, w.s.n)
+        w.wproj = panel_columns(&zero, L.prepared.wproj, w.s.s0, w.s.ns)
+    else:
+        if not L.rows_split:
+            own = L.shares + 3 * task
+        w.wx, w.wh, w.wproj = own[0], own[1], own[2]
     return w
+
+
+cdef void pack_share(const Loop *L, const Share *s, PackedWeights *w,
+                     real zero) noexcept nogil:
+    """The weights that share s's products multiply, packed for the call (call_weights): its
+    units' columns of op(Wx) and op(Wh) (w[0], w[1]) and its state columns of Wproj (w[2]);
+    those the call has not stay zeroed."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t rows = s.r1 - s.r0
+    if fam.recurrent_product:
+        w[1] = gate_column_weights(L, rows, <const real *>L.Wh, L.ldwh, L.nState, fam.gates,
+                                   s.j0, s.n)
+    if L.Wproj != NULL:
+        w[2] = call_weights(L, rows, <const real *>L.Wproj + s.s0, 0, 1, L.nOut, s.ns,
+                            L.nState, AS_IS)
+    w[0] = gate_column_weights(L, rows, <const real *>L.Wx, L.ldwx, L.nIn, fam.gates, s.j0,
+                               s.n)
 
 
 cdef inline int last_stage(const Loop *L) noexcept nogil:
@@ -556,57 +571,30 @@ cdef void final_state(const Loop *L, const Share *s, real zero) noexcept nogil:
 
 cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     """Part `me` of the forward pass of L (`zero`, 0 in the call's dtype, picks the
-    instantiation): its share, on its own packed columns of the weights, meeting the other
-    parts between the stages of every step."""
-    cdef cells_family_info fam = cells_families[L.family]
-    cdef const real *Wx = <const real *>L.Wx
-    cdef const real *Wh = <const real *>L.Wh
-    cdef const real *Wproj = <const real *>L.Wproj
-    cdef Py_ssize_t t
-    cdef int stage
-    cdef Task mine
-    mine.s = part_share(L, me)
-    mine.steps = step_share(L, me)
-    mine.scratch = NULL
-    cdef Py_ssize_t rows = mine.s.r1 - mine.s.r0
-    mine.wh.P = NULL
-    if fam.recurrent_product:
-        mine.wh = gate_column_weights(L, rows, Wh, L.ldwh, L.nState, fam.gates, mine.s.j0,
-                                      mine.s.n)
-    if Wproj != NULL:
-        mine.wproj = call_weights(L, rows, Wproj + mine.s.s0, 0, 1, L.nOut, mine.s.ns,
-                                  L.nState, AS_IS)
-    mine.wx = gate_column_weights(L, rows, Wx, L.ldwx, L.nIn, fam.gates, mine.s.j0, mine.s.n)
-    for t in range(L.sL):
-        for stage in range(PHASE_0, last_stage(L) + 1):
-            if has_stage(L, stage):
-                if stage != PHASE_0:
-                    meet_over_units(L, me)  # every part's aux (or m) is in place
-                stage_products(L, &mine, t, stage, zero)
-                meet_for_row_steps(L, me)
-                stage_steps(L, &mine, t, stage, zero)
-        meet_over_units(L, me)  # the new state is complete before any part multiplies it
-    free_packed(&mine.wx)
-    free_packed(&mine.wh)
-    if Wproj != NULL:
-        free_packed(&mine.wproj)
-    final_state(L, &mine.s, zero)
-
-
-cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
-    """Part `me` of a prepared net's forward pass (L.prepared, L.claims): the tasks it claims
-    (claims.h), on views of the net's packed weights. Where the units split, a task is a block
-    of whole panels for one stage of one step, and the parts meet at the end of every stage
-    only when they wait for the last of its tasks; where the rows split, a task is a block of
-    rows over every step, and they never meet."""
+    instantiation): the tasks it claims (L.claims; claims.h), its home's first. Where the rows
+    split, a task is a block of rows over every step, on the packed copy of all the weights of
+    the part that runs it (a prepared net's: its panels), and the parts never meet. Where the
+    units split, the call's packed weights of each block of the units are a phase of their own
+    (a prepared net's are packed already), then every stage of every step is a phase of a task
+    per block of the units (L.row_steps: a phase of its products, then one of its steps, on
+    blocks of the rows), and the parts meet at the end of each only when they wait for the
+    last of its tasks."""
     cdef Py_ssize_t t, task
     cdef long long phase = 0
-    cdef int stage
+    cdef int stage, k
     cdef Task w
+    cdef PackedWeights own[3]   # where the rows split: this part's copy, packed when first used
+    cdef Share all_units
+    cdef bint packed = L.prepared != NULL
+    memset(own, 0, sizeof(own))
     if L.rows_split:
-        task = cells_claim(L.claims, 0, L.tasks)
+        task = cells_claim(L.claims, 0, L.tasks, me.part)
         while task >= 0:
-            w = prepared_task(L, me, task, L.tasks, False, zero)
+            if not packed:
+                all_units = row_share(L, me)
+                pack_share(L, &all_units, own, zero)
+                packed = True
+            w = claimed_task(L, me, task, False, own, zero)
             for t in range(L.sL):
                 for stage in range(PHASE_0, last_stage(L) + 1):
                     if has_stage(L, stage):
@@ -615,8 +603,13 @@ cdef void prepared_forward_loop(const Loop *L, cells_part me, real zero) noexcep
                         forward_stage(L, &w, t, stage, zero)
             final_state(L, &w.s, zero)
             cells_claim_finished(L.claims)
-            task = cells_claim(L.claims, 0, L.tasks)
+            task = cells_claim(L.claims, 0, L.tasks, me.part)
+        for k in range(3):
+            free_packed(&own[k])
         return
+    if not packed:
+        claimed_phase(L, me, phase, 0, PACK_WEIGHTS, WHOLE_STAGE, zero)
+        phase += 1
     for t in range(L.sL):
         for stage in range(PHASE_0, last_stage(L) + 1):
             if not has_stage(L, stage):
@@ -640,25 +633,33 @@ cdef inline void new_phase(const Loop *L, cells_part me, long long phase) noexce
 
 cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_t t, int stage,
                         int runs, real zero) noexcept nogil:
-    """Phase `phase` of a prepared net's call where the units split: the tasks of stage `stage`
-    of step t (FINAL_STATE: the final states, after the last step), or of its products or its
-    steps (`runs`), that this part claims, then the wait for the others' (claims.h)."""
+    """Phase `phase` of a forward pass where the units split: the tasks of stage `stage` of
+    step t (PACK_WEIGHTS: the call's packed weights; FINAL_STATE: the final states, after the
+    last step), or of its products or its steps (`runs`), that this part claims, then the wait
+    for the others' (claims.h)."""
     cdef Task w
+    cdef cells_part part
+    cdef Share s
     cdef Py_ssize_t tasks = L.tasks   # in every phase (claims.h numbers them across the call)
-    cdef Py_ssize_t task = cells_claim(L.claims, phase, tasks)
+    cdef Py_ssize_t task = cells_claim(L.claims, phase, tasks, me.part)
     new_phase(L, me, phase)
     while task >= 0:
-        w = prepared_task(L, me, task, tasks, runs == STAGE_STEPS, zero)
-        if stage == FINAL_STATE:
-            final_state(L, &w.s, zero)
-        elif runs == STAGE_PRODUCTS:
-            stage_products(L, &w, t, stage, zero)
-        elif runs == STAGE_STEPS:
-            stage_steps(L, &w, t, stage, zero)
+        if stage == PACK_WEIGHTS:
+            part.part, part.nparts = task, tasks
+            s = part_share(L, part)
+            pack_share(L, &s, L.shares + 3 * task, zero)
         else:
-            forward_stage(L, &w, t, stage, zero)
+            w = claimed_task(L, me, task, runs == STAGE_STEPS, NULL, zero)
+            if stage == FINAL_STATE:
+                final_state(L, &w.s, zero)
+            elif runs == STAGE_PRODUCTS:
+                stage_products(L, &w, t, stage, zero)
+            elif runs == STAGE_STEPS:
+                stage_steps(L, &w, t, stage, zero)
+            else:
+                forward_stage(L, &w, t, stage, zero)
         cells_claim_finished(L.claims)
-        task = cells_claim(L.claims, phase, tasks)
+        task = cells_claim(L.claims, phase, tasks, me.part)
     cells_claims_wait(L.claims, phase, tasks, cells_part_spin_ns(me))
 
 
@@ -667,10 +668,10 @@ cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_
 # ---------------------------------------------------------------------------------------------
 
 cdef struct BackwardPart:
-    # Part `me` of a backward pass (backward_part): its share, the weights it multiplies,
-    # packed for the call (op(Wh)ᵀ's rows over the blocks that multiply hPrev, for its state
-    # columns; over a two-phase family's blocks that multiply aux, for its units; Wprojᵀ's, for
-    # its units), and where its steps add up dL/db and dL/dP (sums, dPsum: arrays of the call's
+    # Task k of a backward pass (backward_task): its share, the weights it multiplies, packed
+    # for the call (op(Wh)ᵀ's rows over the blocks that multiply hPrev, for its state columns;
+    # over a two-phase family's blocks that multiply aux, for its units; Wprojᵀ's, for its
+    # units), and where its steps add up dL/db and dL/dP (sums, dPsum: arrays of the call's
     # dtype, NULL where not wanted). s: its share of the products; steps: of the steps (s, but
     # whole rows where L.row_steps).
     Share s, steps
@@ -679,42 +680,64 @@ cdef struct BackwardPart:
     void *dPsum
 
 
-cdef BackwardPart backward_part(const Loop *L, cells_part me, real zero) noexcept nogil:
-    """Part me's share of the backward pass of L, its packed weights, and its sums of dL/db
-    and dL/dP, zeroed."""
+cdef BackwardPart backward_task(const Loop *L, Py_ssize_t task, const PackedWeights *own,
+                                real zero) noexcept nogil:
+    """Task `task` of L.tasks of the backward pass of L: its shares, its weights (`own`, the
+    running part's packed copy of all of them, where the rows split; else the call's packed
+    rows of the task's, L.shares) and its sums of dL/db and dL/dP."""
     cdef cells_family_info fam = cells_families[L.family]
-    cdef Py_ssize_t nOut = L.nOut, nState = L.nState, k
-    cdef const real *Wh = <const real *>L.Wh
-    cdef real *dP = <real *>L.dLdP
+    cdef cells_part part
+    part.part, part.nparts = task, L.tasks
     cdef BackwardPart p
-    p.s = part_share(L, me)
-    p.steps = step_share(L, me)
-    cdef Py_ssize_t rows = p.s.r1 - p.s.r0, j0 = p.s.j0, n = p.s.n
-    p.whT.P = NULL
-    if fam.recurrent_product:
-        p.whT = gate_row_weights(L, rows, Wh, L.ldwh, 0, fam.h_blocks, p.s.s0, p.s.ns)
-    if fam.phases == 2:
-        p.wauxT = gate_row_weights(L, rows, Wh, L.ldwh, fam.h_blocks, fam.gates, j0, n)
-    if L.Wproj != NULL:  # Wprojᵀ [nState, nOut], this part's unit columns
-        p.wprojT = call_weights(L, rows, <const real *>L.Wproj + j0 * nState, 0, 1, nState, n,
-                                nState, TRANSPOSED)
+    p.s = part_share(L, part)
+    p.steps = step_share(L, part)
+    if not L.rows_split:
+        own = L.shares + 3 * task
+    p.whT, p.wauxT, p.wprojT = own[0], own[1], own[2]
     # dL/db and dL/dP are sums over the rows, taken step by step while dz is in cache. Where
-    # the steps split the rows, each part sums its own rows in its row of part_sums, and the
+    # the steps split the rows, each task sums its own rows in its row of part_sums, and the
     # rows are added up after the loop (add_part_sums); else each sums its units' columns in
     # place.
     cdef bint by_rows = sums_by_rows(L)
-    cdef real *sums = (offset(<real *>L.part_sums, me.part * sum_blocks(fam) * nOut)
+    cdef real *sums = (offset(<real *>L.part_sums, task * sum_blocks(fam) * L.nOut)
                        if by_rows else <real *>L.dLdb)
-    cdef real *dPsum = offset(sums, fam.gates * nOut) if by_rows and dP != NULL else dP
-    cdef Share own = p.steps   # the units whose sums the part takes (all, by rows)
-    if sums != NULL:
-        for k in range(fam.gates):
-            zero_units(own.n, sums + k * nOut + own.j0)
-    if dP != NULL:
-        for k in range(fam.param_blocks):
-            zero_units(own.n, dPsum + k * nOut + own.j0)
-    p.sums, p.dPsum = sums, dPsum
+    p.sums = sums
+    p.dPsum = (offset(sums, fam.gates * L.nOut) if by_rows and L.dLdP != NULL
+               else <real *>L.dLdP)
     return p
+
+
+cdef void pack_backward_share(const Loop *L, const Share *s, PackedWeights *w,
+                              real zero) noexcept nogil:
+    """The weights that share s's products multiply in the backward, packed for the call:
+    op(Wh)ᵀ's rows over the blocks that multiply hPrev, for its state columns (w[0]); over a
+    two-phase family's blocks that multiply aux, for its units (w[1]); Wprojᵀ's, for its units
+    (w[2]); those the call has not stay zeroed."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef const real *Wh = <const real *>L.Wh
+    cdef Py_ssize_t rows = s.r1 - s.r0
+    if fam.recurrent_product:
+        w[0] = gate_row_weights(L, rows, Wh, L.ldwh, 0, fam.h_blocks, s.s0, s.ns)
+    if fam.phases == 2:
+        w[1] = gate_row_weights(L, rows, Wh, L.ldwh, fam.h_blocks, fam.gates, s.j0, s.n)
+    if L.Wproj != NULL:  # Wprojᵀ [nState, nOut], the share's unit columns
+        w[2] = call_weights(L, rows, <const real *>L.Wproj + s.j0 * L.nState, 0, 1, L.nState,
+                            s.n, L.nState, TRANSPOSED)
+
+
+cdef void start_task(const Loop *L, const BackwardPart *p, real zero) noexcept nogil:
+    """Before a task's first step: its sums zeroed, and the gradients carried into the last
+    step (start_carried)."""
+    cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t k
+    cdef Share own = p.steps   # the units whose sums the task takes (all, by rows)
+    if p.sums != NULL:
+        for k in range(fam.gates):
+            zero_units(own.n, <real *>p.sums + k * L.nOut + own.j0)
+    if p.dPsum != NULL:
+        for k in range(fam.param_blocks):
+            zero_units(own.n, <real *>p.dPsum + k * L.nOut + own.j0)
+    start_carried(L, &p.steps, zero)
 
 
 cdef inline bint sums_by_rows(const Loop *L) noexcept nogil:
@@ -748,11 +771,12 @@ cdef void start_carried(const Loop *L, const Share *s, real zero) noexcept nogil
                 zero_units(s.n, dc + at)
 
 
-cdef void projected_grad(const Loop *L, cells_part me, const BackwardPart *p, Py_ssize_t t,
+cdef void projected_grad(const Loop *L, const BackwardPart *p, Py_ssize_t t,
                          real zero) noexcept nogil:
     """With Wproj, where loop step t starts: the step's whole dL/dh (carried + arriving, kept
-    in dh_steps for dL/dWproj), then dL/dm = dL/dh·Wprojᵀ, which the step starts from; the
-    carried dL/dh restarts at 0 for the rows that run the step."""
+    in dh_steps for dL/dWproj), p's rows and state columns; the carried dL/dh restarts at 0
+    for the rows that run the step. (The step then starts from dL/dm = dL/dh·Wprojᵀ:
+    backward_main.)"""
     cdef Py_ssize_t nState = L.nState, s0 = p.s.s0, ns = p.s.ns, row, hat
     cdef real *dh = <real *>L.dLdhI
     cdef real *dh_step = <real *>L.dh_step
@@ -770,9 +794,6 @@ cdef void projected_grad(const Loop *L, cells_part me, const BackwardPart *p, Py
             add_units(ns, <const real *>L.dLdh + r.slot * nState + s0, dh_step + hat)
         copy_units(ns, dh_step + hat, dh_steps + r.slot * nState + s0)
         zero_units(ns, dh + hat)
-    meet_over_units(L, me)  # every part's columns of dh_step are in place
-    gemm_packed(p.s.r1 - p.s.r0, dh_step + p.s.r0 * nState, nState, p.wprojT, 0, OVERWRITE,
-                <real *>L.ms + p.s.r0 * L.nOut + p.s.j0, L.nOut)
 
 
 cdef void backward_phase(const Loop *L, const BackwardPart *p, Py_ssize_t t, int phase,
@@ -843,37 +864,131 @@ cdef void add_step_sums(const Loop *L, const BackwardPart *p, Py_ssize_t t,
                 add_units(p.steps.n, dz + k * nOut + j0, sums + k * nOut + j0)
 
 
-cdef void backward_recurrence(const Loop *L, cells_part me, const BackwardPart *p,
-                              real zero) noexcept nogil:
-    """The dL/dh (and dL/dc) recurrence over every step, last first, for p's share: each
-    step's d and dz (over its gates), dL/db and dL/dP summed as they are written, and
-    dL/dhPrev += d·op(Wh)ᵀ over the blocks that multiply hPrev."""
+cdef enum:
+    # The pieces of a backward pass that a task runs (run_segment), in order; the phases of
+    # the claimed work end between some of them (ends_phase).
+    START,      # its sums zeroed and the carried gradients started (start_task)
+    PROJECTED,  # with Wproj, where step t starts: the step's whole dL/dh (projected_grad)
+    MAIN,       # step t: with Wproj dL/dm = dL/dh·Wprojᵀ; the backward step (its first phase)
+    AUX,        # a two-phase family's dL/daux = d·op(Wh)ᵀ over the blocks that multiply aux,
+                # and the backward step's second phase
+    TAIL,       # step t's sums of dL/db, and dL/dhPrev += d·op(Wh)ᵀ over the blocks that
+                # multiply hPrev
+    GRADIENTS   # after the recurrence: the gradients over all steps (gradients_task)
+
+
+cdef inline bint ends_phase(const Loop *L, int segment, Py_ssize_t t) noexcept nogil:
+    """Whether a phase of a backward pass whose units split ends before `segment` of step t:
+    where it reads what other tasks wrote in the segments before it. MAIN reads every state
+    column of dL/dh (PROJECTED's); AUX and TAIL every unit's d (MAIN's, or AUX's); where the
+    steps split the rows, a step reads every unit of dL/dh (the TAIL before it); GRADIENTS
+    reads every step's dz and every task's sums. Elsewhere a task reads only what it wrote
+    itself, and runs on in the same phase."""
+    if segment == AUX or segment == TAIL or segment == GRADIENTS:
+        return True
+    if segment == MAIN and L.Wproj != NULL:
+        return True
+    return L.row_steps and t < L.sL - 1 and segment == (PROJECTED if L.Wproj != NULL else MAIN)
+
+
+cdef void run_segment(const Loop *L, const BackwardPart *p, int segment, Py_ssize_t t,
+                      real zero) noexcept nogil:
+    """Piece `segment` of step t (the enum above) for task p's share."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t bS = L.bS, nOut = L.nOut, G = L.G, nState = L.nState
-    cdef Py_ssize_t r0 = p.s.r0, rows = p.s.r1 - p.s.r0, t
-    cdef real *d
-    for t in range(L.sL - 1, -1, -1):
-        d = <real *>L.d + (t % 2) * bS * G
+    cdef Py_ssize_t r0 = p.s.r0, rows = p.s.r1 - p.s.r0
+    cdef real *d = <real *>L.d + (t % 2) * bS * G
+    if segment == START:
+        start_task(L, p, zero)
+    elif segment == PROJECTED:
+        projected_grad(L, p, t, zero)
+    elif segment == MAIN:
         if L.Wproj != NULL:
-            projected_grad(L, me, p, t, zero)
+            gemm_packed(rows, <const real *>L.dh_step + r0 * nState, nState, p.wprojT, 0,
+                        OVERWRITE, <real *>L.ms + r0 * nOut + p.s.j0, nOut)
         backward_phase(L, p, t, 0, zero)
-        meet_over_units(L, me)  # every part's share of this step's d is in place
-        if fam.phases == 2:  # dL/daux = d·op(Wh)ᵀ over the blocks that multiply aux
-            gemm_packed(rows, d + r0 * G + fam.h_blocks * nOut, G, p.wauxT, 0, OVERWRITE,
-                        <real *>L.daux + r0 * nOut + p.s.j0, nOut)
-            backward_phase(L, p, t, 1, zero)
-            meet_over_units(L, me)  # every part's share of d is complete
+    elif segment == AUX:
+        gemm_packed(rows, d + r0 * G + fam.h_blocks * nOut, G, p.wauxT, 0, OVERWRITE,
+                    <real *>L.daux + r0 * nOut + p.s.j0, nOut)
+        backward_phase(L, p, t, 1, zero)
+    elif segment == TAIL:
         if p.sums != NULL:
             add_step_sums(L, p, t, zero)
         if fam.recurrent_product:
             gemm_packed(rows, d + r0 * G, G, p.whT, 0, ACCUMULATE,
                         <real *>L.dLdhI + r0 * nState + p.s.s0, nState)
-        meet_for_row_steps(L, me)  # dL/dh's every column is in place for the next step
+
+
+cdef struct Segments:
+    # The segments of one phase of a backward pass whose units split, as the loop reaches
+    # them (at most a TAIL, then a PROJECTED or a MAIN; or a START and one of those).
+    int segment[3]
+    Py_ssize_t t[3]
+    int n
+    long long phase
+
+
+cdef void add_segment(const Loop *L, cells_part me, Segments *phase, int segment,
+                      Py_ssize_t t, real zero) noexcept nogil:
+    """Segment `segment` of step t, in the phase of the segments before it unless it starts
+    a new one (ends_phase: the tasks of the phase so far run first)."""
+    if phase.n > 0 and ends_phase(L, segment, t):
+        run_phase(L, me, phase, zero)
+    phase.segment[phase.n] = segment
+    phase.t[phase.n] = t
+    phase.n += 1
+
+
+cdef void run_phase(const Loop *L, cells_part me, Segments *phase, real zero) noexcept nogil:
+    """The tasks of the phase's segments that this part claims, each running them all for its
+    share, then the wait for the others' (claims.h); the next phase starts empty. GRADIENTS
+    (a phase of its own) runs gradients_task."""
+    cdef Py_ssize_t tasks = L.tasks
+    cdef Py_ssize_t task = cells_claim(L.claims, phase.phase, tasks, me.part)
+    cdef BackwardPart p
+    cdef Share s
+    cdef int i
+    while task >= 0:
+        if phase.segment[0] == GRADIENTS:
+            gradients_task(L, task, zero)
+        else:
+            if phase.segment[0] == START:
+                s = part_share(L, part_of(task, tasks))
+                pack_backward_share(L, &s, L.shares + 3 * task, zero)
+            p = backward_task(L, task, NULL, zero)
+            for i in range(phase.n):
+                run_segment(L, &p, phase.segment[i], phase.t[i], zero)
+        cells_claim_finished(L.claims)
+        task = cells_claim(L.claims, phase.phase, tasks, me.part)
+    cells_claims_wait(L.claims, phase.phase, tasks, cells_part_spin_ns(me))
+    phase.phase += 1
+    phase.n = 0
+
+
+cdef inline cells_part part_of(Py_ssize_t task, Py_ssize_t tasks) noexcept nogil:
+    """Task `task` of `tasks` as the part whose share it is (part_share, part_units)."""
+    cdef cells_part part
+    part.part, part.nparts = task, tasks
+    return part
+
+
+cdef void run_steps(const Loop *L, const BackwardPart *p, real zero) noexcept nogil:
+    """Every segment of the recurrence, last step first, for one task whose every step is its
+    own (its rows, where the rows split)."""
+    cdef Py_ssize_t t
+    run_segment(L, p, START, 0, zero)
+    for t in range(L.sL - 1, -1, -1):
+        if L.Wproj != NULL:
+            run_segment(L, p, PROJECTED, t, zero)
+        run_segment(L, p, MAIN, t, zero)
+        if cells_families[L.family].phases == 2:
+            run_segment(L, p, AUX, t, zero)
+        run_segment(L, p, TAIL, t, zero)
 
 
 cdef void add_part_sums(const Loop *L, cells_part me, real zero) noexcept nogil:
-    """Where the rows split: dL/db and dL/dP = Σ over the parts' sums (part_sums), this
-    part's block of the units."""
+    """Where the steps split the rows: dL/db and dL/dP = Σ over the tasks' sums (part_sums),
+    part me's block of the units."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t nOut = L.nOut, blocks = sum_blocks(fam), k
     cdef Units units = part_units(me, nOut, L.unit_align)
@@ -882,7 +997,7 @@ cdef void add_part_sums(const Loop *L, cells_part me, real zero) noexcept nogil:
         total = (offset(<real *>L.dLdb, k * nOut) if k < fam.gates
                  else offset(<real *>L.dLdP, (k - fam.gates) * nOut))
         if total != NULL:
-            sum_rows(me.nparts, units.j1 - units.j0,
+            sum_rows(L.tasks, units.j1 - units.j0,
                      <const real *>L.part_sums + k * nOut + units.j0, blocks * nOut,
                      total + units.j0)
 
@@ -955,24 +1070,15 @@ cdef void weight_grads(const Loop *L, cells_part me, real zero) noexcept nogil:
         col = end
 
 
-cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
-    """Part `me` of the backward pass of L, on the workspace (h, c, gates, aux, m) of its
-    forward pass: the recurrence step by step, then the gradients over all steps."""
-    cdef BackwardPart p = backward_part(L, me, zero)
+cdef void gradients_task(const Loop *L, Py_ssize_t task, real zero) noexcept nogil:
+    """Task `task` of the gradients over all steps, after the recurrence: its block of each
+    gradient's columns, however the recurrence split the work."""
+    cdef cells_part me = part_of(task, L.tasks)
     cdef Units units
-    start_carried(L, &p.steps, zero)
-    backward_recurrence(L, me, &p, zero)
-    # From here on every part computes its own block of each gradient's columns, however
-    # the loop split the work.
-    cells_barrier(me)  # the dz (and aux) of every step, and every part's sums, are complete
     if sums_by_rows(L) and L.part_sums != NULL:
         add_part_sums(L, me, zero)
-    free_packed(&p.whT)
-    if cells_families[L.family].phases == 2:
-        free_packed(&p.wauxT)
     if L.Wproj != NULL:
-        free_packed(&p.wprojT)
-        # dL/dWproj = Σ mᵀ·dL/dh over every step, this part's block of the state columns.
+        # dL/dWproj = Σ mᵀ·dL/dh over every step, this task's block of the state columns.
         units = part_units(me, L.nState, L.unit_align)
         weight_grad(False, L.nOut, units.j1 - units.j0, L.sL * L.bS, <const real *>L.m,
                     L.nOut, <const real *>L.dh_steps + units.j0, L.nState, OVERWRITE,
@@ -980,6 +1086,51 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     if L.dLdx != NULL:
         input_grad(L, me, zero)
     weight_grads(L, me, zero)
+
+
+cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part `me` of the backward pass of L, on the workspace (h, c, gates, aux, m) of its
+    forward pass: the tasks it claims (L.claims; claims.h), its home's first. Where the rows
+    split, a task is a block of rows over every step, on the packed copy of the weights of the
+    part that runs it. Where the units split, the recurrence runs in phases of a task per
+    block of the units (run_phase), which end where a task reads what others wrote (ends_phase):
+    the segments of one step (or two) a phase. Then, in a phase of its own, the gradients over
+    all steps (gradients_task)."""
+    cdef Segments phase
+    cdef PackedWeights own[3]   # where the rows split: this part's copy, packed when first used
+    cdef BackwardPart p
+    cdef Share all_units
+    cdef bint packed = False
+    cdef Py_ssize_t t, task
+    cdef int k
+    phase.n, phase.phase = 0, 0
+    if L.rows_split:
+        memset(own, 0, sizeof(own))
+        task = cells_claim(L.claims, 0, L.tasks, me.part)
+        while task >= 0:
+            if not packed:
+                all_units = row_share(L, me)
+                pack_backward_share(L, &all_units, own, zero)
+                packed = True
+            p = backward_task(L, task, own, zero)
+            run_steps(L, &p, zero)
+            cells_claim_finished(L.claims)
+            task = cells_claim(L.claims, 0, L.tasks, me.part)
+        for k in range(3):
+            free_packed(&own[k])
+        cells_claims_wait(L.claims, 0, L.tasks, cells_part_spin_ns(me))
+        phase.phase = 1
+    else:
+        add_segment(L, me, &phase, START, 0, zero)
+        for t in range(L.sL - 1, -1, -1):
+            if L.Wproj != NULL:
+                add_segment(L, me, &phase, PROJECTED, t, zero)
+            add_segment(L, me, &phase, MAIN, t, zero)
+            if cells_families[L.family].phases == 2:
+                add_segment(L, me, &phase, AUX, t, zero)
+            add_segment(L, me, &phase, TAIL, t, zero)
+    add_segment(L, me, &phase, GRADIENTS, 0, zero)
+    run_phase(L, me, &phase, zero)
 
 
 cpdef bint backward_calls_blas(Py_ssize_t nIn, Py_ssize_t nState, Py_ssize_t G,
@@ -1063,14 +1214,6 @@ cdef void forward_double(void *L, cells_part me) noexcept nogil:
     forward_loop(<const Loop *>L, me, <double>0)
 
 
-cdef void prepared_float(void *L, cells_part me) noexcept nogil:
-    prepared_forward_loop(<const Loop *>L, me, <float>0)
-
-
-cdef void prepared_double(void *L, cells_part me) noexcept nogil:
-    prepared_forward_loop(<const Loop *>L, me, <double>0)
-
-
 cdef void backward_float(void *L, cells_part me) noexcept nogil:
     backward_loop(<const Loop *>L, me, <float>0)
 
@@ -1140,7 +1283,7 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
         (L.options.cell_act.code, L.options.cell_act.alpha, L.options.cell_act.beta), \
         (L.options.out_act.code, L.options.out_act.alpha, L.options.out_act.beta) = lstm_acts
     set_seq_len(L, seq_len)
-    L.unit_align, L.prepared, L.claims, L.tasks = UNIT_ALIGN, NULL, NULL, 0
+    L.unit_align, L.prepared, L.claims, L.tasks, L.shares = UNIT_ALIGN, NULL, NULL, 0, NULL
     L.row_steps = False
     L.row_scratch, L.x_rows.data = NULL, NULL
     L.zone, L.zone_per_step, L.dLdc, L.dzone = NULL, False, NULL, NULL
@@ -1220,8 +1363,31 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.hL = data(dtype, "hL", hL, H, False, True)
     L.cL = data(dtype, "cL", cL, S, False, True)
     cdef bint single = dtype == np.float32
+    run_pass(&L, forward_float if single else forward_double, "forward")
+
+
+cdef int run_pass(Loop *L, cells_part_fn fn, str name) except -1:
+    """Run pass `fn` (forward_float, backward_double, ...) of L on L.n_threads parts: as many
+    tasks a phase as parts (a block of the rows, or of the units, each part's home), and where
+    the units split, the table of each task's packed weights (L.shares), freed after."""
+    cdef cells_claims claims
+    cdef Py_ssize_t k
+    L.tasks = L.n_threads
+    L.claims = &claims
+    if not L.rows_split:
+        L.shares = <PackedWeights *>calloc(3 * L.tasks, sizeof(PackedWeights))
+        if L.shares == NULL:
+            raise MemoryError(f"the packed weights of a {name} pass")
     with nogil:
-        cells_run_parts(L.n_threads, forward_float if single else forward_double, &L)
+        cells_claims_init(&claims, L.n_threads)
+        cells_run_parts(L.n_threads, fn, L)
+        cells_claims_destroy(&claims)
+    if L.shares != NULL:
+        for k in range(3 * L.tasks):
+            free_packed(&L.shares[k])
+        free(L.shares)
+        L.shares = NULL
+    return 0
 
 
 def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t nOut, *,
@@ -1289,8 +1455,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
                        sums_by_rows(&L) and (L.dLdb != NULL or L.dLdP != NULL), True)
     L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32
-    with nogil:
-        cells_run_parts(L.n_threads, backward_float if single else backward_double, &L)
+    run_pass(&L, backward_float if single else backward_double, "backward")
 
 
 # What dL/dP sums over the steps (family_rows.h's param_grad), as Family.param_grad says it.
@@ -1522,8 +1687,8 @@ cdef class PreparedWeights:
         L.claims = &claims
         cdef bint single = self.dtype == np.float32
         with nogil:
-            cells_claims_init(&claims)
-            cells_run_parts_on_team(L.n_threads, prepared_float if single else prepared_double,
+            cells_claims_init(&claims, L.n_threads)
+            cells_run_parts_on_team(L.n_threads, forward_float if single else forward_double,
                                     &L)
             cells_claims_destroy(&claims)
         free(scratch)

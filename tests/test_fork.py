@@ -1,7 +1,7 @@
 """A child forked after a threaded call (multiprocessing's default start method on Linux) runs
 its calls on the threads it asks for, with the parent's results: it takes them from cells' own
-team, which starts its workers anew in the child (include/cells/team.h). (The parent's threads
-come from OpenMP's pool, which a forked child would wait for forever.) A fork made while
+team, which retires its workers before a fork and starts them anew in the child
+(include/cells/team.h). A fork made while
 another thread of the parent is in a call waits until that call has returned, so that the
 child inherits nothing the call held. Every child is bounded by a timeout and killed if it
 hangs."""
@@ -35,11 +35,18 @@ def _run(n_threads):
     return [h, *grads]
 
 
-def _team_workers():
-    """The threads of this process named as cells' team workers are (include/cells/team.h)."""
-    names = (open(f"/proc/self/task/{tid}/comm").read().strip()
-             for tid in os.listdir("/proc/self/task"))
-    return sum(name == "cells-team" for name in names)
+def _team_workers(expected=0):
+    """The threads of this process named as cells' team workers are (include/cells/team.h),
+    once they are `expected` or after TIMEOUT_S: a call returns without waiting for workers
+    that have not joined it, and a new worker names itself when it first runs."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        names = (open(f"/proc/self/task/{tid}/comm").read().strip()
+                 for tid in os.listdir("/proc/self/task"))
+        count = sum(name == "cells-team" for name in names)
+        if count == expected or time.monotonic() > deadline:
+            return count
+        time.sleep(0.001)
 
 
 def _child(queue):
@@ -48,7 +55,7 @@ def _child(queue):
     at_start = _team_workers()
     by_default = _run(None)
     by_three = _run(3)
-    queue.put((by_default, by_three, at_start, _team_workers()))
+    queue.put((by_default, by_three, at_start, _team_workers(2)))
 
 
 def _start_child(target=_child, args=()):
@@ -128,7 +135,7 @@ def _child_after_a_call(queue, h, expected):
     whole, equal = not np.isnan(h).any(), np.array_equal(h, expected)
     at_start = _team_workers()
     by_one, by_two = _run(1), _run(2)
-    queue.put((whole, equal, by_one, by_two, at_start, _team_workers()))
+    queue.put((whole, equal, by_one, by_two, at_start, _team_workers(1)))
 
 
 def test_a_fork_waits_for_the_call_in_flight(monkeypatch):

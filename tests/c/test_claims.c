@@ -4,13 +4,16 @@
  *   (tests/test_team.py does this, with OpenMP and without)
  *
  * Calls of 1 to 6 parts (more than the cores), on cells' team (cells_run_parts_on_team), run
- * PHASES phases of TASKS tasks each the way prepared_forward_loop does: claim, run, finish,
- * then wait for the phase. Checked:
+ * PHASES phases of TASKS tasks each the way the time loop's forward does: claim (its home's
+ * tasks first), run, finish, then wait for the phase. Checked:
  *  - every task of every phase runs exactly once (a counter per task);
  *  - no task of phase g starts before every task of phase g - 1 has finished (each task
  *    checks the phase before it is complete);
  *  - a part that starts late (it sleeps 2 ms first, as a descheduled thread would) holds up
  *    nobody: the others finish every phase without it, and it catches up without work;
+ *  - the order of the claims, on one thread: a part's home first (part h of `homes` takes
+ *    tasks [h·tasks/homes, (h+1)·tasks/homes) in order), then the next homes', every task of
+ *    a phase once, none of the next phase before it;
  *  - the call runs on cells' team (part 0 on the caller, the others on cells-team workers);
  *  - a part runs only while its call is in flight: a worker that wakes after its call closed
  *    (thousands of calls of a few phases, on more parts than cores, make some late) touches
@@ -60,7 +63,7 @@ static void part(void *arg, cells_part me) {
     }
     for (long long g = 0; g < c->phases; ++g) {
         long task;
-        while ((task = cells_claim(&c->claims, g, TASKS)) >= 0) {
+        while ((task = cells_claim(&c->claims, g, TASKS, me.part)) >= 0) {
             expect(g == 0 || atomic_load(&c->done[g - 1]) == TASKS,
                    "a task started before the phase before it was complete");
             atomic_fetch_add(&c->runs[g][task], 1);
@@ -85,7 +88,7 @@ static int run_call(int nparts, int late_part, long phases, int64_t task_ns, int
     c.phases = phases;
     c.task_ns = task_ns;
     c.late_part = late_part;
-    cells_claims_init(&c.claims);
+    cells_claims_init(&c.claims, nparts);
     atomic_store(&call_in_flight, c.number);
     int ran = cells_run_parts_on_team(nparts, part, &c);
     atomic_store(&call_in_flight, 0);
@@ -105,7 +108,27 @@ static int run_call(int nparts, int late_part, long phases, int64_t task_ns, int
     return ran;
 }
 
+/* Part `part` claims every task of phases 0 and 1 of `tasks` alone, among `homes` homes. */
+static void claim_order(int homes, long tasks, int part) {
+    cells_claims claims;
+    cells_claims_init(&claims, homes);
+    for (long long g = 0; g < 2; ++g) {
+        long start = tasks * (part % homes) / homes, task;
+        for (long i = 0; i < tasks; ++i) {
+            task = cells_claim(&claims, g, tasks, part);
+            expect(task == (start + i) % tasks, "a part claims its home's tasks first, in order");
+            cells_claim_finished(&claims);
+        }
+        expect(cells_claim(&claims, g, tasks, part) == -1, "a phase has `tasks` tasks");
+    }
+    cells_claims_destroy(&claims);
+}
+
 int main(void) {
+    for (int homes = 1; homes <= 5; ++homes)
+        for (long tasks = 1; tasks <= 11; ++tasks)
+            for (int part = 0; part < homes; ++part)
+                claim_order(homes, tasks, part);
     for (int nparts = 1; nparts <= 6; ++nparts) {
         run_call(nparts, -1, PHASES, 1000, 1);
         if (nparts > 1)
