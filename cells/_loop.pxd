@@ -40,9 +40,8 @@ cdef struct Loop:
     bint rows_split             # units first (its home), or, where this is set, a block of the
                                 # batch rows and every unit (splits_rows)
     bint row_steps              # where the units split for a family whose step reduces across
-                                # a row (row_reduction): each part still runs the steps of a
-                                # block of whole rows, meeting the others between its products
-                                # and its steps
+                                # a row (row_reduction): the steps still run on blocks of whole
+                                # rows, in a phase of their own after the products
     Py_ssize_t unit_align       # a part's block of the units starts at a multiple of this
     const Prepared *prepared    # a prepared net's weights, or NULL: the call packs its own
     cells_claims *claims        # the tasks the call's parts claim, `tasks` per phase

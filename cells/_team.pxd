@@ -7,8 +7,9 @@ cdef extern from "cells/team.h" nogil:
     int CELLS_MAX_THREADS
 
     ctypedef struct cells_part:
-        int part     # this part, of
-        int nparts   # the parts of the call
+        int part         # this part, of
+        int nparts       # the parts of the call
+        int64_t spin_ns  # how long its waits spin before they sleep
 
     ctypedef void (*cells_part_fn)(void *arg, cells_part me) noexcept nogil
 
@@ -19,8 +20,6 @@ cdef extern from "cells/team.h" nogil:
     # Around work without the GIL outside cells_run_parts that allocates: a fork waits for it.
     void cells_gate_enter() noexcept
     void cells_gate_leave() noexcept
-    # Wait until every part of me's call has reached this barrier.
-    void cells_barrier(cells_part me) noexcept
     # Once, at import: a child made by fork() takes its threads from cells' team.
     void cells_team_register_fork_handler() noexcept
 
@@ -61,4 +60,3 @@ cdef extern from "cells/claims.h" nogil:
     void cells_claim_finished(cells_claims *c) noexcept
     # Wait until every task of phase g is finished.
     void cells_claims_wait(cells_claims *c, long long g, long tasks, int64_t spin_ns) noexcept
-    int64_t cells_part_spin_ns(cells_part me) noexcept

@@ -78,7 +78,7 @@ from cells._loops cimport (
 from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_claim, cells_claim_finished, cells_claims,
     cells_claims_destroy, cells_claims_init, cells_claims_wait, cells_gate_enter, cells_gate_leave,
-    cells_part, cells_part_fn, cells_part_spin_ns, cells_run_parts, cells_run_parts_on_team,
+    cells_part, cells_part_fn, cells_run_parts, cells_run_parts_on_team,
     cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
@@ -249,6 +249,13 @@ cdef inline Share step_share(const Loop *L, cells_part me) noexcept nogil:
     return row_share(L, me) if L.row_steps else part_share(L, me)
 
 
+cdef inline cells_part part_of(Py_ssize_t task, Py_ssize_t tasks) noexcept nogil:
+    """Task `task` of `tasks` as the part whose share it is (part_share, part_units)."""
+    cdef cells_part part
+    part.part, part.nparts = task, tasks
+    return part
+
+
 # ---------------------------------------------------------------------------------------------
 # Where a row stands at a loop step, and the states it moves between (both passes)
 # ---------------------------------------------------------------------------------------------
@@ -357,8 +364,7 @@ cdef inline Task claimed_task(const Loop *L, cells_part me, Py_ssize_t task, bin
     panels of a prepared net's; else, where the rows split, `own` (the running part's packed
     copy of all of them), and where the units split, the call's packed columns of the task's
     units (L.shares)."""
-    cdef cells_part part
-    part.part, part.nparts = task, L.tasks
+    cdef cells_part part = part_of(task, L.tasks)
     cdef Task w
     w.s = row_share(L, part) if rows else part_share(L, part)
     w.steps = w.s
@@ -389,6 +395,37 @@ cdef void pack_share(const Loop *L, const Share *s, PackedWeights *w,
                             L.nState, AS_IS)
     w[0] = gate_column_weights(L, rows, <const real *>L.Wx, L.ldwx, L.nIn, fam.gates, s.j0,
                                s.n)
+
+
+cdef struct OwnCopy:
+    # Where the rows split: the part's packed copy of all the weights its pass multiplies
+    # (pack_share's in the forward, pack_backward_share's in the backward), packed before the
+    # first task it claims (claim_rows); zeroed until then.
+    PackedWeights w[3]
+    bint packed
+
+
+cdef long claim_rows(const Loop *L, cells_part me, OwnCopy *own, bint backward,
+                     real zero) noexcept nogil:
+    """The next block of rows that part me claims where the rows split, or -1 when none is
+    left; `own` packed before its first (not for a prepared net's call, whose tasks view its
+    panels)."""
+    cdef long task = cells_claim(L.claims, 0, L.tasks, me.part)
+    cdef Share all_units
+    if task >= 0 and not own.packed and L.prepared == NULL:
+        all_units = row_share(L, me)
+        if backward:
+            pack_backward_share(L, &all_units, own.w, zero)
+        else:
+            pack_share(L, &all_units, own.w, zero)
+        own.packed = True
+    return task
+
+
+cdef void free_own(OwnCopy *own) noexcept nogil:
+    cdef int k
+    for k in range(3):
+        free_packed(&own.w[k])
 
 
 cdef inline int last_stage(const Loop *L) noexcept nogil:
@@ -581,20 +618,14 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     last of its tasks."""
     cdef Py_ssize_t t, task
     cdef long long phase = 0
-    cdef int stage, k
+    cdef int stage
     cdef Task w
-    cdef PackedWeights own[3]   # where the rows split: this part's copy, packed when first used
-    cdef Share all_units
-    cdef bint packed = L.prepared != NULL
-    memset(own, 0, sizeof(own))
+    cdef OwnCopy own
+    memset(&own, 0, sizeof(own))
     if L.rows_split:
-        task = cells_claim(L.claims, 0, L.tasks, me.part)
+        task = claim_rows(L, me, &own, False, zero)
         while task >= 0:
-            if not packed:
-                all_units = row_share(L, me)
-                pack_share(L, &all_units, own, zero)
-                packed = True
-            w = claimed_task(L, me, task, False, own, zero)
+            w = claimed_task(L, me, task, False, own.w, zero)
             for t in range(L.sL):
                 for stage in range(PHASE_0, last_stage(L) + 1):
                     if has_stage(L, stage):
@@ -603,11 +634,10 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                         forward_stage(L, &w, t, stage, zero)
             final_state(L, &w.s, zero)
             cells_claim_finished(L.claims)
-            task = cells_claim(L.claims, 0, L.tasks, me.part)
-        for k in range(3):
-            free_packed(&own[k])
+            task = claim_rows(L, me, &own, False, zero)
+        free_own(&own)
         return
-    if not packed:
+    if L.prepared == NULL:
         claimed_phase(L, me, phase, 0, PACK_WEIGHTS, WHOLE_STAGE, zero)
         phase += 1
     for t in range(L.sL):
@@ -638,15 +668,13 @@ cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_
     last step), or of its products or its steps (`runs`), that this part claims, then the wait
     for the others' (claims.h)."""
     cdef Task w
-    cdef cells_part part
     cdef Share s
     cdef Py_ssize_t tasks = L.tasks   # in every phase (claims.h numbers them across the call)
     cdef Py_ssize_t task = cells_claim(L.claims, phase, tasks, me.part)
     new_phase(L, me, phase)
     while task >= 0:
         if stage == PACK_WEIGHTS:
-            part.part, part.nparts = task, tasks
-            s = part_share(L, part)
+            s = part_share(L, part_of(task, tasks))
             pack_share(L, &s, L.shares + 3 * task, zero)
         else:
             w = claimed_task(L, me, task, runs == STAGE_STEPS, NULL, zero)
@@ -660,7 +688,7 @@ cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_
                 forward_stage(L, &w, t, stage, zero)
         cells_claim_finished(L.claims)
         task = cells_claim(L.claims, phase, tasks, me.part)
-    cells_claims_wait(L.claims, phase, tasks, cells_part_spin_ns(me))
+    cells_claims_wait(L.claims, phase, tasks, me.spin_ns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -686,11 +714,9 @@ cdef BackwardPart backward_task(const Loop *L, Py_ssize_t task, const PackedWeig
     running part's packed copy of all of them, where the rows split; else the call's packed
     rows of the task's, L.shares) and its sums of dL/db and dL/dP."""
     cdef cells_family_info fam = cells_families[L.family]
-    cdef cells_part part
-    part.part, part.nparts = task, L.tasks
     cdef BackwardPart p
-    p.s = part_share(L, part)
-    p.steps = step_share(L, part)
+    p.s = part_share(L, part_of(task, L.tasks))
+    p.steps = step_share(L, part_of(task, L.tasks))
     if not L.rows_split:
         own = L.shares + 3 * task
     p.whT, p.wauxT, p.wprojT = own[0], own[1], own[2]
@@ -775,8 +801,8 @@ cdef void projected_grad(const Loop *L, const BackwardPart *p, Py_ssize_t t,
                          real zero) noexcept nogil:
     """With Wproj, where loop step t starts: the step's whole dL/dh (carried + arriving, kept
     in dh_steps for dL/dWproj), p's rows and state columns; the carried dL/dh restarts at 0
-    for the rows that run the step. (The step then starts from dL/dm = dL/dh·Wprojᵀ:
-    backward_main.)"""
+    for the rows that run the step. (The step's MAIN segment then starts from dL/dm =
+    dL/dh·Wprojᵀ.)"""
     cdef Py_ssize_t nState = L.nState, s0 = p.s.s0, ns = p.s.ns, row, hat
     cdef real *dh = <real *>L.dLdhI
     cdef real *dh_step = <real *>L.dh_step
@@ -921,9 +947,9 @@ cdef void run_segment(const Loop *L, const BackwardPart *p, int segment, Py_ssiz
 
 cdef struct Segments:
     # The segments of one phase of a backward pass whose units split, as the loop reaches
-    # them (at most a TAIL, then a PROJECTED or a MAIN; or a START and one of those).
-    int segment[3]
-    Py_ssize_t t[3]
+    # them (at most two: a TAIL, then a PROJECTED or a MAIN; or a START and one of those).
+    int segment[2]
+    Py_ssize_t t[2]
     int n
     long long phase
 
@@ -960,16 +986,9 @@ cdef void run_phase(const Loop *L, cells_part me, Segments *phase, real zero) no
                 run_segment(L, &p, phase.segment[i], phase.t[i], zero)
         cells_claim_finished(L.claims)
         task = cells_claim(L.claims, phase.phase, tasks, me.part)
-    cells_claims_wait(L.claims, phase.phase, tasks, cells_part_spin_ns(me))
+    cells_claims_wait(L.claims, phase.phase, tasks, me.spin_ns)
     phase.phase += 1
     phase.n = 0
-
-
-cdef inline cells_part part_of(Py_ssize_t task, Py_ssize_t tasks) noexcept nogil:
-    """Task `task` of `tasks` as the part whose share it is (part_share, part_units)."""
-    cdef cells_part part
-    part.part, part.nparts = task, tasks
-    return part
 
 
 cdef void run_steps(const Loop *L, const BackwardPart *p, real zero) noexcept nogil:
@@ -1097,28 +1116,20 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     the segments of one step (or two) a phase. Then, in a phase of its own, the gradients over
     all steps (gradients_task)."""
     cdef Segments phase
-    cdef PackedWeights own[3]   # where the rows split: this part's copy, packed when first used
+    cdef OwnCopy own
     cdef BackwardPart p
-    cdef Share all_units
-    cdef bint packed = False
     cdef Py_ssize_t t, task
-    cdef int k
     phase.n, phase.phase = 0, 0
     if L.rows_split:
-        memset(own, 0, sizeof(own))
-        task = cells_claim(L.claims, 0, L.tasks, me.part)
+        memset(&own, 0, sizeof(own))
+        task = claim_rows(L, me, &own, True, zero)
         while task >= 0:
-            if not packed:
-                all_units = row_share(L, me)
-                pack_backward_share(L, &all_units, own, zero)
-                packed = True
-            p = backward_task(L, task, own, zero)
+            p = backward_task(L, task, own.w, zero)
             run_steps(L, &p, zero)
             cells_claim_finished(L.claims)
-            task = cells_claim(L.claims, 0, L.tasks, me.part)
-        for k in range(3):
-            free_packed(&own[k])
-        cells_claims_wait(L.claims, 0, L.tasks, cells_part_spin_ns(me))
+            task = claim_rows(L, me, &own, True, zero)
+        free_own(&own)
+        cells_claims_wait(L.claims, 0, L.tasks, me.spin_ns)
         phase.phase = 1
     else:
         add_segment(L, me, &phase, START, 0, zero)

@@ -1,12 +1,12 @@
-"""The threads a call runs on (include/cells/team.h), in C (tests/c/test_team.c): the barrier
-lets no part through before every part has arrived, a call returns only when every part has
-finished and runs each part exactly once, on 2 to 8 parts (more than the cores), a call that
-finds cells' team busy (from another thread, or from inside a part) runs alone on its caller;
-in a process and in a child forked after its threaded calls; a fork waits for the calls in
-flight. And the work a prepared net's call claims (include/cells/claims.h,
-tests/c/test_claims.c). Built as the extensions are, with
-OpenMP (the threads then come from OpenMP's pool, and from cells' team in the child) and
-without (from cells' team in both).
+"""The threads a call runs on (include/cells/team.h), in C (tests/c/test_team.c): the parts'
+claimed phases (include/cells/claims.h) let no part into a phase before the one before it is
+complete, a call returns only when every part has finished and runs each part exactly once,
+on 2 to 8 parts (more than the cores), a call that finds cells' team busy (from another thread,
+or from inside a part) runs alone on its caller; in a process and in a child forked after its
+threaded calls; a fork waits for the calls in flight. And the work a call claims
+(include/cells/claims.h, tests/c/test_claims.c). Built as the extensions are, with OpenMP (the
+threads then come from OpenMP's pool, and from cells' team in the child) and without (from
+cells' team in both).
 
 Compiled with the flags setup.py gives the extensions; skipped where no C compiler is found."""
 import pytest

@@ -1,12 +1,13 @@
 /* Work that a call's threads claim task by task (host only): how a call keeps going when one
  * of its threads is descheduled, and how each thread keeps to its own share otherwise.
  *
- * A call whose threads own fixed shares meets at a barrier once a step: when the operating
- * system deschedules one thread (a busy neighbour process on its core), every other thread
- * waits at the next barrier until it runs again, a time slice (milliseconds) per step. Here a
- * call's work is a sequence of phases of `tasks` tasks each, numbered across the call; a thread
- * claims the next task of the current phase, runs it and counts it finished, and a thread that
- * finds no task left waits until the phase's tasks are all finished. A thread that is
+ * Were a call's threads to own fixed shares and meet at a barrier once a step, then whenever
+ * the operating system deschedules one thread (a busy neighbour process on its core), every
+ * other thread would wait at the next barrier until it runs again, a time slice
+ * (milliseconds) per step. Here a call's work is a sequence of phases of `tasks` tasks each,
+ * numbered across the call; a thread claims the next task of the current phase, runs it and
+ * counts it finished, and a thread that finds no task left waits until the phase's tasks are
+ * all finished. A thread that is
  * descheduled claims nothing meanwhile, and the others run its share: they wait only for a
  * task that it claimed and has not finished (one time slice, at most, per descheduling), and
  * a thread that comes back late finds its phases done and catches up without work. Which
@@ -26,7 +27,7 @@
  * not); each part then runs, for phase g (0, 1, ...) of `tasks` tasks:
  *     long task;
  *     while ((task = cells_claim(c, g, tasks, me.part)) >= 0) { run task; cells_claim_finished(c); }
- *     cells_claims_wait(c, g, tasks, spin_ns);
+ *     cells_claims_wait(c, g, tasks, me.spin_ns);
  * (every part runs the same sequence of phases, with the same `tasks`, so each knows g).
  * cells_claims_destroy(c) after the call. A call's claims live on its caller's stack and are
  * never shared by calls. */
@@ -93,9 +94,5 @@ static void cells_claim_finished(cells_claims *c) { cells_signal_move(&c->finish
 static void cells_claims_wait(cells_claims *c, long long g, long tasks, int64_t spin_ns) {
     cells_signal_wait_for(&c->finished, (unsigned)((g + 1) * tasks), spin_ns);
 }
-
-/* How long a part of me's call spins before it sleeps (team.h: CELLS_SPIN_NS, or less on
- * more parts than cores). */
-static int64_t cells_part_spin_ns(cells_part me) { return me.meeting->spin_ns; }
 
 #endif

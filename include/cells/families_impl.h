@@ -1,8 +1,8 @@
 /* The dispatch from a family to its steps, for float (cells_*_step_f) and double
  * (cells_*_step_d), generated from cells/family_rows.h (see families.h): a case per family,
  * which calls cells_<steps>_forward (backward), or in the second phase of a two-phase family
- * (second_phase: the step after the barrier) cells_<steps>_forward_b (backward_b). A one-phase
- * family names no second step. */
+ * (second_phase: the step once every unit's first phase is done) cells_<steps>_forward_b
+ * (backward_b). A one-phase family names no second step. */
 
 #define CELLS_FORWARD_ARGS_ o, n, nOut, zx, zh, hPrev, cPrev, P, g, aux, hNext, cNext
 #define CELLS_FORWARD_1_(steps) FN(steps##_forward)(CELLS_FORWARD_ARGS_)

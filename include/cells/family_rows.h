@@ -15,7 +15,7 @@
  *   gates           gate blocks of nOut columns: G = gates·nOut
  *   cell_state      carries c as well as h
  *   h_blocks        blocks [0, h_blocks) multiply hPrev; the others multiply aux, in a second
- *                   phase of the step, after a barrier
+ *                   phase of the step, once every unit's first phase is done
  *   phases          1, or 2 where h_blocks < gates (checked in cells/families.h)
  *   aux             the blocks of nOut of a per-row value aux [aux·nOut] of its own (0: none)
  *   aux_kept        the forward keeps aux of every step (else it is scratch, and the backward

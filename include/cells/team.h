@@ -1,8 +1,9 @@
 /* The threads a time-loop call runs on (host only).
  *
  * cells_run_parts(nparts, fn, arg) runs fn(arg, me) for me.part = 0 .. nparts-1 at once, a
- * thread each, and returns when all have finished. Inside fn, cells_barrier(me) waits until
- * every part of the call has reached it (a spinning barrier of cells' own, one per call).
+ * thread each, and returns when all have finished. The parts of a time loop's call claim their
+ * work task by task (claims.h), and wait for each other only there; me.spin_ns says how long
+ * their waits spin before they sleep.
  *
  * Where the threads come from:
  *  - OpenMP's pool, when the extension is built with OpenMP and this process is not a child
@@ -18,8 +19,8 @@
  *  - cells' team too for the calls of cells_run_parts_on_team (a prepared net's, whose parts
  *    claim their work: claims.h), whose waits yield the core to a thread queued behind them.
  *    Such a call runs on the workers that join it before its caller has finished part 0, so
- *    a worker descheduled by a busy neighbour process holds up nobody; its parts never meet at
- *    cells_barrier (me.nparts is the most that may run, not how many do).
+ *    a worker descheduled by a busy neighbour process holds up nobody (me.nparts is the most
+ *    that may run, not how many do).
  *
  * fork() waits for the calls in flight: from the moment a fork is asked for, no call starts
  * until the fork is done, and the fork waits until every call in flight has returned and the
@@ -36,7 +37,7 @@
  * a worker, as an OpenMP region may get fewer threads than it asks for. cells_run_parts returns
  * the number of parts it ran.
  *
- * Waiting (at a barrier, for a call's parts, a worker between calls) spins first, yielding the
+ * Waiting (for a claimed task, for a call's parts, a worker between calls) spins first, yielding the
  * core at every look after CELLS_YIELD_NS, then sleeps until it is woken (CELLS_SPIN_NS says how
  * long, and why). */
 #ifndef CELLS_TEAM_H
@@ -58,9 +59,9 @@
 
 /* The most parts a call can run on. */
 #define CELLS_MAX_THREADS 256
-/* How long a waiting thread (at a barrier, for its call's parts, a team worker between calls)
- * spins before it sleeps. In a process whose other libraries keep threads of their own
- * yielding or spinning (OpenBLAS, ONNX Runtime), a shorter spin sleeps at almost every barrier
+/* How long a waiting thread (for a claimed task, for its call's parts, a team worker between
+ * calls) spins before it sleeps. In a process whose other libraries keep threads of their own
+ * yielding or spinning (OpenBLAS, ONNX Runtime), a shorter spin sleeps at almost every step
  * and waits for its wake-up; with 2 ms a call runs as fast as alone (GCC's OpenMP runtime
  * spins about as long). A call on more threads than the process has cores spins only
  * CELLS_CROWDED_SPIN_NS: there a spinning thread holds the core that the thread it waits for
@@ -82,23 +83,11 @@ typedef struct {
     pthread_cond_t moved;
 } cells_signal;
 
-/* The barrier of one call: the parts arrived, the signal the last of them moves, and how long
- * the call's waits spin. It lives on the caller's stack, beside the call's arguments, which
- * every part reads all along: aligned to a cache line (and so padded to whole lines), its
- * counters never share a line with them (sharing one made a 2-thread call of a small RNN twice
- * as slow in the processes whose stack offset put them together). The arrivals and the signal
- * the waiters watch are on lines of their own too, so that an arrival does not take the line
- * the waiters read from them. */
-typedef struct {
-    _Alignas(64) atomic_int arrived;
-    _Alignas(64) cells_signal passed;
-    int64_t spin_ns;
-} cells_meeting;
-
 typedef struct {
     int part;                /* this part, of */
     int nparts;              /* the parts of the call */
-    cells_meeting *meeting;  /* the call's barrier */
+    int64_t spin_ns;         /* how long its waits spin before they sleep: CELLS_SPIN_NS, or
+                                CELLS_CROWDED_SPIN_NS on more parts than cores */
 } cells_part;
 
 typedef void (*cells_part_fn)(void *arg, cells_part me);
@@ -172,20 +161,6 @@ static void cells_signal_wait(cells_signal *s, unsigned seen, int64_t spin_ns) {
     cells_signal_wait_for(s, seen + 1, spin_ns);
 }
 
-/* Wait until every part of me's call has reached this barrier. */
-static void cells_barrier(cells_part me) {
-    if (me.nparts < 2)
-        return;
-    cells_meeting *m = me.meeting;
-    unsigned seen = atomic_load(&m->passed.value);
-    if (atomic_fetch_add(&m->arrived, 1) == me.nparts - 1) {
-        atomic_store(&m->arrived, 0);
-        cells_signal_move(&m->passed);
-    } else {
-        cells_signal_wait(&m->passed, seen, m->spin_ns);
-    }
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* cells' team                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
@@ -212,7 +187,6 @@ static struct {
     cells_part_fn fn;
     void *arg;
     int nparts;
-    cells_meeting *meeting;
     unsigned calls;         /* the calls run, the last one's number */
     atomic_ullong call;     /* the call's number and its seats left (CELLS_CALL_SEATS) */
     atomic_llong spin_ns;   /* how long the workers spin for the next call (the last call's) */
@@ -253,7 +227,7 @@ static void *cells_worker(void *arg) {
             return NULL;
         int part = cells_team_join();
         if (part > 0) {
-            cells_part me = {part, cells_team.nparts, cells_team.meeting};
+            cells_part me = {part, cells_team.nparts, atomic_load(&cells_team.spin_ns)};
             cells_team.fn(cells_team.arg, me);
             cells_signal_move(&cells_team.done);
         }
@@ -298,24 +272,23 @@ static int cells_team_grow(int nparts) {
  * claims.h) the call closes once part 0 has returned, and waits only for the workers that
  * joined it: one that is descheduled when the call starts holds up nobody. Otherwise every
  * part owns a share and the call waits until all have run. Returns the parts that ran. */
-static int cells_team_run(int nparts, cells_part_fn fn, void *arg, cells_meeting *meeting,
+static int cells_team_run(int nparts, cells_part_fn fn, void *arg, int64_t spin_ns,
                           int claimed) {
     const unsigned long long seats = (unsigned long long)(nparts - 1);
     cells_team.fn = fn;
     cells_team.arg = arg;
     cells_team.nparts = nparts;
-    cells_team.meeting = meeting;
     unsigned long long number = (unsigned long long)++cells_team.calls << 32;
-    atomic_store(&cells_team.spin_ns, meeting->spin_ns);
+    atomic_store(&cells_team.spin_ns, spin_ns);
     unsigned done = atomic_load(&cells_team.done.value);
     atomic_store(&cells_team.call, number | seats);
     cells_signal_move(&cells_team.start);
-    cells_part me = {0, nparts, meeting};
+    cells_part me = {0, nparts, spin_ns};
     fn(arg, me);
     unsigned long long joined = seats;
     if (claimed)
         joined -= atomic_exchange(&cells_team.call, number) & CELLS_CALL_SEATS;
-    cells_signal_wait_for(&cells_team.done, done + (unsigned)joined, meeting->spin_ns);
+    cells_signal_wait_for(&cells_team.done, done + (unsigned)joined, spin_ns);
     return 1 + (int)joined;
 }
 
@@ -326,7 +299,7 @@ static int cells_team_run(int nparts, cells_part_fn fn, void *arg, cells_meeting
 /* fork() copies the calling thread alone: whatever another thread held at that moment stays
  * held in the child, by no one, and re-initialising it there is undefined. A call in flight
  * holds such things: `busy`, the lock of a signal it moves or sleeps on (the team's, and its
- * meeting's on its caller's stack), the condition variables its sleepers wait on, and the
+ * claims' on its caller's stack), the condition variables its sleepers wait on, and the
  * allocator inside its parts' malloc and free (their packed weights). glibc's malloc takes
  * its own locks around fork; the AddressSanitizer runtime of GCC 12 registers no fork handler,
  * so a child can inherit its allocator's locks held. A fork therefore waits for the calls:
@@ -427,19 +400,18 @@ static void cells_team_register_fork_handler(void) {
 /* The three ways to run a call's parts                                                        */
 /* ------------------------------------------------------------------------------------------ */
 
-static int cells_run_alone(cells_part_fn fn, void *arg, cells_meeting *meeting) {
-    cells_part me = {0, 1, meeting};
+static int cells_run_alone(cells_part_fn fn, void *arg, int64_t spin_ns) {
+    cells_part me = {0, 1, spin_ns};
     fn(arg, me);
     return 1;
 }
 
 #if defined(_OPENMP)
-static int cells_run_on_openmp(int nparts, cells_part_fn fn, void *arg,
-                               cells_meeting *meeting) {
+static int cells_run_on_openmp(int nparts, cells_part_fn fn, void *arg, int64_t spin_ns) {
     int ran = 1;
 #pragma omp parallel num_threads(nparts)
     {
-        cells_part me = {omp_get_thread_num(), omp_get_num_threads(), meeting};
+        cells_part me = {omp_get_thread_num(), omp_get_num_threads(), spin_ns};
         if (me.part == 0)
             ran = me.nparts;
         int outer = cells_in_part;  /* the pool's threads run other libraries' work too */
@@ -451,14 +423,14 @@ static int cells_run_on_openmp(int nparts, cells_part_fn fn, void *arg,
 }
 #endif
 
-static int cells_run_on_team(int nparts, cells_part_fn fn, void *arg, cells_meeting *meeting,
+static int cells_run_on_team(int nparts, cells_part_fn fn, void *arg, int64_t spin_ns,
                              int claimed) {
     if (pthread_mutex_trylock(&cells_team.busy) != 0)
-        return cells_run_alone(fn, arg, meeting);
+        return cells_run_alone(fn, arg, spin_ns);
     int parts = cells_team_grow(nparts);
-    int ran = parts > 1 ? cells_team_run(parts, fn, arg, meeting, claimed) : 0;
+    int ran = parts > 1 ? cells_team_run(parts, fn, arg, spin_ns, claimed) : 0;
     pthread_mutex_unlock(&cells_team.busy);
-    return ran > 0 ? ran : cells_run_alone(fn, arg, meeting);
+    return ran > 0 ? ran : cells_run_alone(fn, arg, spin_ns);
 }
 
 /* The cores this process may run on. */
@@ -478,20 +450,16 @@ static int cells_run(int nparts, cells_part_fn fn, void *arg, int claimed) {
     if (!nested)
         cells_gate_enter();
     cells_in_part = 1;
-    cells_meeting meeting;
-    atomic_store(&meeting.arrived, 0);
-    cells_signal_init(&meeting.passed);
-    meeting.spin_ns = nparts <= cells_cores() ? CELLS_SPIN_NS : CELLS_CROWDED_SPIN_NS;
+    const int64_t spin_ns = nparts <= cells_cores() ? CELLS_SPIN_NS : CELLS_CROWDED_SPIN_NS;
     int ran;
     if (nparts < 2)
-        ran = cells_run_alone(fn, arg, &meeting);
+        ran = cells_run_alone(fn, arg, spin_ns);
 #if defined(_OPENMP)
     else if (!claimed && !cells_team.forked)
-        ran = cells_run_on_openmp(nparts, fn, arg, &meeting);
+        ran = cells_run_on_openmp(nparts, fn, arg, spin_ns);
 #endif
     else
-        ran = cells_run_on_team(nparts, fn, arg, &meeting, claimed);
-    cells_signal_destroy(&meeting.passed);
+        ran = cells_run_on_team(nparts, fn, arg, spin_ns, claimed);
     cells_in_part = nested;
     if (!nested)
         cells_gate_leave();

@@ -74,7 +74,7 @@ static void part(void *arg, cells_part me) {
             atomic_fetch_add(&c->done[g], 1);
             cells_claim_finished(&c->claims);
         }
-        cells_claims_wait(&c->claims, g, TASKS, cells_part_spin_ns(me));
+        cells_claims_wait(&c->claims, g, TASKS, me.spin_ns);
     }
     expect(atomic_load(&call_in_flight) == c->number, "a part ran outside its call");
 }

@@ -3,10 +3,11 @@
  *   gcc -O3 -fno-wrapv -fno-trapping-math -pthread -I include tests/c/test_team.c -o t
  *   ./t                                     (tests/test_team.py does this)
  *
- * A call's parts each write their slot of a round, meet at the barrier, check every other
- * part's slot, and meet again, for ROUNDS rounds: a barrier that lets a part through early
- * shows as a stale slot, and a call that returns before its last part has finished (it
- * finishes 20 µs late) as a missing count. Run on 2, 3, 5 and 8 parts (more than the cores:
+ * A call's parts run ROUNDS rounds of two phases of claimed tasks (claims.h), as a time loop's
+ * parts do: in the first, task k writes its slot of the round; in the second, each task checks
+ * every slot. A wait that lets a part into a phase before the one before it is complete shows
+ * as a stale slot, and a call that returns before its last part has finished (it finishes
+ * 20 µs late) as a missing count. Run on 2, 3, 5 and 8 parts (more than the cores:
  * the sleeping path), with every part run exactly once per call, from two threads at once (on
  * the team, one of them finds it busy and runs alone), and with a call from inside a part
  * (runs alone). Forks: a fork made while another thread's call holds in its parts returns only
@@ -23,10 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cells/team.h"
+#include "cells/claims.h"
 
 enum { ROUNDS = 1000, CALLS = 100 };
-/* Two callers at once, each on 2 threads: 4 threads on (here) 2 cores, where every barrier may
+/* Two callers at once, each on 2 threads: 4 threads on (here) 2 cores, where every wait may
  * spin its full CELLS_SPIN_NS: few calls. */
 enum { CALLER_CALLS = 20, CALLER_ROUNDS = 10 };
 
@@ -38,7 +39,9 @@ static void check(const char *what, int ok) {
 }
 
 typedef struct {
-    int slot[CELLS_MAX_THREADS];    /* each part's round */
+    cells_claims claims;            /* the call's (call_rounds sets them up) */
+    int tasks;                      /* a phase's: the parts asked for */
+    int slot[CELLS_MAX_THREADS];    /* each task's round */
     atomic_int runs[CELLS_MAX_THREADS];      /* how many times each part started */
     atomic_int finished[CELLS_MAX_THREADS];  /* and finished */
     atomic_int stale;               /* slots seen out of step */
@@ -54,12 +57,20 @@ static void rounds(void *arg, cells_part me) {
         && expected != me.nparts)
         atomic_store(&r->nparts_seen, -1);
     for (int round = 1; round <= r->rounds; ++round) {
-        r->slot[me.part] = round;
-        cells_barrier(me);
-        for (int p = 0; p < me.nparts; ++p)
-            if (*(volatile int *)&r->slot[p] != round)
-                atomic_fetch_add(&r->stale, 1);
-        cells_barrier(me);
+        long long g = 2 * (long long)(round - 1);
+        long task;
+        while ((task = cells_claim(&r->claims, g, r->tasks, me.part)) >= 0) {
+            r->slot[task] = round;
+            cells_claim_finished(&r->claims);
+        }
+        cells_claims_wait(&r->claims, g, r->tasks, me.spin_ns);
+        while ((task = cells_claim(&r->claims, g + 1, r->tasks, me.part)) >= 0) {
+            for (int k = 0; k < r->tasks; ++k)
+                if (*(volatile int *)&r->slot[k] != round)
+                    atomic_fetch_add(&r->stale, 1);
+            cells_claim_finished(&r->claims);
+        }
+        cells_claims_wait(&r->claims, g + 1, r->tasks, me.spin_ns);
     }
     if (me.part == me.nparts - 1) {  /* the last part finishes late: the call must wait for it */
         int64_t until = cells_now_ns() + 20000;
@@ -67,6 +78,15 @@ static void rounds(void *arg, cells_part me) {
             cells_pause();
     }
     atomic_fetch_add(&r->finished[me.part], 1);
+}
+
+/* A call of r's rounds on nparts parts, with its claims; the parts it ran. */
+static int call_rounds(int nparts, Rounds *r) {
+    r->tasks = nparts;
+    cells_claims_init(&r->claims, nparts);
+    int ran = cells_run_parts(nparts, rounds, r);
+    cells_claims_destroy(&r->claims);
+    return ran;
 }
 
 /* Run `calls` calls of `rounds` rounds on nparts parts; 1 when every part ran once per call and
@@ -78,7 +98,7 @@ static int run_rounds(int nparts, int calls, int n_rounds, int *ran) {
     r.rounds = n_rounds;
     for (int call = 0; call < calls; ++call) {
         atomic_store(&r.nparts_seen, 0);
-        *ran = cells_run_parts(nparts, rounds, &r);
+        *ran = call_rounds(nparts, &r);
         for (int p = 0; p < *ran; ++p)
             if (atomic_load(&r.runs[p]) != call + 1 || atomic_load(&r.finished[p]) != call + 1)
                 return 0;
@@ -97,7 +117,7 @@ typedef struct {
 static void *caller(void *arg) {
     Caller *c = arg;
     for (int call = 0; call < CALLER_CALLS; ++call) {
-        int ran = cells_run_parts(2, rounds, &c->r);
+        int ran = call_rounds(2, &c->r);
         c->alone += ran == 1;
         c->together += ran == 2;
     }
@@ -109,7 +129,7 @@ static void nested(void *arg, cells_part me) {
         Rounds inner;
         memset(&inner, 0, sizeof inner);
         inner.rounds = 10;
-        *(int *)arg = cells_run_parts(2, rounds, &inner);
+        *(int *)arg = call_rounds(2, &inner);
     }
 }
 
@@ -187,7 +207,7 @@ typedef struct {
 static void *call_repeatedly(void *arg) {
     Repeater *c = arg;
     while (atomic_load(c->calling)) {
-        cells_run_parts(2, rounds, &c->r);
+        call_rounds(2, &c->r);
         c->calls++;
     }
     return NULL;
@@ -249,7 +269,7 @@ static void run_checks(const char *prefix) {
     for (int i = 0; i < 4; ++i) {
         int nparts = counts[i];
         int calls = nparts <= 2 ? CALLS : 20, n_rounds = nparts <= 2 ? ROUNDS : 50;
-        snprintf(what, sizeof what, "%s: %d parts, %d calls of %d barrier rounds", prefix,
+        snprintf(what, sizeof what, "%s: %d parts, %d calls of %d claimed rounds", prefix,
                  nparts, calls, n_rounds);
         check(what, run_rounds(nparts, calls, n_rounds, &ran) && ran == nparts);
     }
