@@ -52,11 +52,12 @@ cdef extern from "cells/claims.h" nogil:
     ctypedef struct cells_claims:
         pass
 
-    # homes: the parts asked for, each of which claims its own range of every phase first.
-    void cells_claims_init(cells_claims *c, int homes) noexcept
+    # homes: the parts asked for, each of which claims its own range of every phase first;
+    # -1 where memory ran out.
+    int cells_claims_init(cells_claims *c, int homes) noexcept
     void cells_claims_destroy(cells_claims *c) noexcept
-    # The next unclaimed task of phase g (`tasks` tasks) for part `part`, or -1: none left.
-    long cells_claim(cells_claims *c, long long g, long tasks, int part) noexcept
-    void cells_claim_finished(cells_claims *c) noexcept
-    # Wait until every task of phase g is finished.
-    void cells_claims_wait(cells_claims *c, long long g, long tasks, int64_t spin_ns) noexcept
+    # The next task of phase g (`tasks` tasks) for part me: its home's, or one left in another
+    # home; -1 once every task of the phase is finished.
+    long cells_claim(cells_claims *c, long long g, long tasks, cells_part me) noexcept
+    # Count a task that part me claimed finished.
+    void cells_claim_finished(cells_claims *c, cells_part me) noexcept

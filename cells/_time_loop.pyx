@@ -77,7 +77,7 @@ from cells._loops cimport (
 )
 from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_claim, cells_claim_finished, cells_claims,
-    cells_claims_destroy, cells_claims_init, cells_claims_wait, cells_gate_enter, cells_gate_leave,
+    cells_claims_destroy, cells_claims_init, cells_gate_enter, cells_gate_leave,
     cells_part, cells_part_fn, cells_run_parts, cells_run_parts_on_team,
     cells_team_register_fork_handler, part_start, part_units,
 )
@@ -352,32 +352,34 @@ cdef struct Task:
     # s: the share of the products; steps: that of the steps (s, but whole rows where
     # L.row_steps).
     Share s, steps
-    PackedWeights wx, wh, wproj
+    const PackedWeights *wx
+    const PackedWeights *wh
+    const PackedWeights *wproj
+    PackedWeights views[3]  # a prepared net's task's: views of whole panels (wx, wh, wproj)
     RowScratch *scratch
 
 
-cdef inline Task claimed_task(const Loop *L, cells_part me, Py_ssize_t task, bint rows,
-                              const PackedWeights *own, real zero) noexcept nogil:
+cdef inline void claimed_task(const Loop *L, cells_part me, Py_ssize_t task, bint rows,
+                              const PackedWeights *own, Task *w, real zero) noexcept nogil:
     """Task `task` of L.tasks of a forward pass, run by part `me`: a block of the rows where
     L.rows_split or `rows` (the steps of L.row_steps), else a block of the units (and of the
     state columns): part_share's, or row_share's with `rows`. Its weights: views of whole
     panels of a prepared net's; else, where the rows split, `own` (the running part's packed
     copy of all of them), and where the units split, the call's packed columns of the task's
-    units (L.shares)."""
+    units (L.shares). Filled in place (w: the part's own), as a copy of the struct would cost
+    more than the rest of a short step's bookkeeping."""
     cdef cells_part part = part_of(task, L.tasks)
-    cdef Task w
     w.s = row_share(L, part) if rows else part_share(L, part)
     w.steps = w.s
     w.scratch = L.row_scratch + me.part if L.row_scratch != NULL else NULL
     if L.prepared != NULL:
-        w.wx = panel_columns(&zero, L.prepared.wx, w.s.j0, w.s.n)
-        w.wh = panel_columns(&zero, L.prepared.wh, w.s.j0, w.s.n)
-        w.wproj = panel_columns(&zero, L.prepared.wproj, w.s.s0, w.s.ns)
-    else:
-        if not L.rows_split:
-            own = L.shares + 3 * task
-        w.wx, w.wh, w.wproj = own[0], own[1], own[2]
-    return w
+        w.views[0] = panel_columns(&zero, L.prepared.wx, w.s.j0, w.s.n)
+        w.views[1] = panel_columns(&zero, L.prepared.wh, w.s.j0, w.s.n)
+        w.views[2] = panel_columns(&zero, L.prepared.wproj, w.s.s0, w.s.ns)
+        own = w.views
+    elif not L.rows_split:
+        own = L.shares + 3 * task
+    w.wx, w.wh, w.wproj = &own[0], &own[1], &own[2]
 
 
 cdef void pack_share(const Loop *L, const Share *s, PackedWeights *w,
@@ -410,7 +412,7 @@ cdef long claim_rows(const Loop *L, cells_part me, OwnCopy *own, bint backward,
     """The next block of rows that part me claims where the rows split, or -1 when none is
     left; `own` packed before its first (not for a prepared net's call, whose tasks view its
     panels)."""
-    cdef long task = cells_claim(L.claims, 0, L.tasks, me.part)
+    cdef long task = cells_claim(L.claims, 0, L.tasks, me)
     cdef Share all_units
     if task >= 0 and not own.packed and L.prepared == NULL:
         all_units = row_share(L, me)
@@ -481,20 +483,20 @@ cdef void stage_products(const Loop *L, const Task *w, Py_ssize_t t, int stage,
     cdef Py_ssize_t k0, k1, lda
     cdef const real *M
     if stage == PROJECTION:
-        multiply(r1 - r0, <real *>L.ms + r0 * nOut, nOut, w.wproj, 0, 1, 0, NULL,
+        multiply(r1 - r0, <real *>L.ms + r0 * nOut, nOut, w.wproj[0], 0, 1, 0, NULL,
                  state_leaving(<real *>L.hs, t, bS * nState) + r0 * nState + w.s.s0, nState,
                  w.scratch)
         return
     if stage == PHASE_0:
         if t == chunk.t0:  # gx = x·op(Wx) + b for the chunk's steps, the share's columns
-            project_chunk(L, w.wx, <const real *>L.x, <const real *>L.b, chunk.tau0,
+            project_chunk(L, w.wx[0], <const real *>L.x, <const real *>L.b, chunk.tau0,
                           chunk.t1 - chunk.t0, r0, r1, j0,
                           <real *>L.gx + (chunk.tau0 - chunk.first) * bS * G)
         k0, k1, M, lda = 0, fam.h_blocks, hcur + r0 * nState, nState
     else:
         k0, k1, M, lda = fam.h_blocks, fam.gates, <real *>L.aux + r0 * A, A
     if fam.recurrent_product:
-        multiply(r1 - r0, M, lda, w.wh, k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
+        multiply(r1 - r0, M, lda, w.wh[0], k0, k1, nOut, NULL, gh + r0 * G + j0, G, w.scratch)
 
 
 cdef void stage_steps(const Loop *L, const Task *w, Py_ssize_t t, int stage,
@@ -625,7 +627,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     if L.rows_split:
         task = claim_rows(L, me, &own, False, zero)
         while task >= 0:
-            w = claimed_task(L, me, task, False, own.w, zero)
+            claimed_task(L, me, task, False, own.w, &w, zero)
             for t in range(L.sL):
                 for stage in range(PHASE_0, last_stage(L) + 1):
                     if has_stage(L, stage):
@@ -633,7 +635,7 @@ cdef void forward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
                         phase += 1
                         forward_stage(L, &w, t, stage, zero)
             final_state(L, &w.s, zero)
-            cells_claim_finished(L.claims)
+            cells_claim_finished(L.claims, me)
             task = claim_rows(L, me, &own, False, zero)
         free_own(&own)
         return
@@ -670,14 +672,14 @@ cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_
     cdef Task w
     cdef Share s
     cdef Py_ssize_t tasks = L.tasks   # in every phase (claims.h numbers them across the call)
-    cdef Py_ssize_t task = cells_claim(L.claims, phase, tasks, me.part)
+    cdef Py_ssize_t task = cells_claim(L.claims, phase, tasks, me)
     new_phase(L, me, phase)
     while task >= 0:
         if stage == PACK_WEIGHTS:
             s = part_share(L, part_of(task, tasks))
             pack_share(L, &s, L.shares + 3 * task, zero)
         else:
-            w = claimed_task(L, me, task, runs == STAGE_STEPS, NULL, zero)
+            claimed_task(L, me, task, runs == STAGE_STEPS, NULL, &w, zero)
             if stage == FINAL_STATE:
                 final_state(L, &w.s, zero)
             elif runs == STAGE_PRODUCTS:
@@ -686,9 +688,8 @@ cdef void claimed_phase(const Loop *L, cells_part me, long long phase, Py_ssize_
                 stage_steps(L, &w, t, stage, zero)
             else:
                 forward_stage(L, &w, t, stage, zero)
-        cells_claim_finished(L.claims)
-        task = cells_claim(L.claims, phase, tasks, me.part)
-    cells_claims_wait(L.claims, phase, tasks, me.spin_ns)
+        cells_claim_finished(L.claims, me)
+        task = cells_claim(L.claims, phase, tasks, me)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -703,23 +704,25 @@ cdef struct BackwardPart:
     # dtype, NULL where not wanted). s: its share of the products; steps: of the steps (s, but
     # whole rows where L.row_steps).
     Share s, steps
-    PackedWeights whT, wauxT, wprojT
+    const PackedWeights *whT
+    const PackedWeights *wauxT
+    const PackedWeights *wprojT
     void *sums
     void *dPsum
 
 
-cdef BackwardPart backward_task(const Loop *L, Py_ssize_t task, const PackedWeights *own,
-                                real zero) noexcept nogil:
-    """Task `task` of L.tasks of the backward pass of L: its shares, its weights (`own`, the
-    running part's packed copy of all of them, where the rows split; else the call's packed
-    rows of the task's, L.shares) and its sums of dL/db and dL/dP."""
+cdef void backward_task(const Loop *L, Py_ssize_t task, const PackedWeights *own,
+                        BackwardPart *p, real zero) noexcept nogil:
+    """Task `task` of L.tasks of the backward pass of L, filled in p (as claimed_task fills a
+    forward's): its shares, its weights (`own`, the running part's packed copy of all of them,
+    where the rows split; else the call's packed rows of the task's, L.shares) and its sums of
+    dL/db and dL/dP."""
     cdef cells_family_info fam = cells_families[L.family]
-    cdef BackwardPart p
     p.s = part_share(L, part_of(task, L.tasks))
     p.steps = step_share(L, part_of(task, L.tasks))
     if not L.rows_split:
         own = L.shares + 3 * task
-    p.whT, p.wauxT, p.wprojT = own[0], own[1], own[2]
+    p.whT, p.wauxT, p.wprojT = &own[0], &own[1], &own[2]
     # dL/db and dL/dP are sums over the rows, taken step by step while dz is in cache. Where
     # the steps split the rows, each task sums its own rows in its row of part_sums, and the
     # rows are added up after the loop (add_part_sums); else each sums its units' columns in
@@ -730,7 +733,6 @@ cdef BackwardPart backward_task(const Loop *L, Py_ssize_t task, const PackedWeig
     p.sums = sums
     p.dPsum = (offset(sums, fam.gates * L.nOut) if by_rows and L.dLdP != NULL
                else <real *>L.dLdP)
-    return p
 
 
 cdef void pack_backward_share(const Loop *L, const Share *s, PackedWeights *w,
@@ -930,18 +932,18 @@ cdef void run_segment(const Loop *L, const BackwardPart *p, int segment, Py_ssiz
         projected_grad(L, p, t, zero)
     elif segment == MAIN:
         if L.Wproj != NULL:
-            gemm_packed(rows, <const real *>L.dh_step + r0 * nState, nState, p.wprojT, 0,
+            gemm_packed(rows, <const real *>L.dh_step + r0 * nState, nState, p.wprojT[0], 0,
                         OVERWRITE, <real *>L.ms + r0 * nOut + p.s.j0, nOut)
         backward_phase(L, p, t, 0, zero)
     elif segment == AUX:
-        gemm_packed(rows, d + r0 * G + fam.h_blocks * nOut, G, p.wauxT, 0, OVERWRITE,
+        gemm_packed(rows, d + r0 * G + fam.h_blocks * nOut, G, p.wauxT[0], 0, OVERWRITE,
                     <real *>L.daux + r0 * nOut + p.s.j0, nOut)
         backward_phase(L, p, t, 1, zero)
     elif segment == TAIL:
         if p.sums != NULL:
             add_step_sums(L, p, t, zero)
         if fam.recurrent_product:
-            gemm_packed(rows, d + r0 * G, G, p.whT, 0, ACCUMULATE,
+            gemm_packed(rows, d + r0 * G, G, p.whT[0], 0, ACCUMULATE,
                         <real *>L.dLdhI + r0 * nState + p.s.s0, nState)
 
 
@@ -970,7 +972,7 @@ cdef void run_phase(const Loop *L, cells_part me, Segments *phase, real zero) no
     share, then the wait for the others' (claims.h); the next phase starts empty. GRADIENTS
     (a phase of its own) runs gradients_task."""
     cdef Py_ssize_t tasks = L.tasks
-    cdef Py_ssize_t task = cells_claim(L.claims, phase.phase, tasks, me.part)
+    cdef Py_ssize_t task = cells_claim(L.claims, phase.phase, tasks, me)
     cdef BackwardPart p
     cdef Share s
     cdef int i
@@ -981,12 +983,11 @@ cdef void run_phase(const Loop *L, cells_part me, Segments *phase, real zero) no
             if phase.segment[0] == START:
                 s = part_share(L, part_of(task, tasks))
                 pack_backward_share(L, &s, L.shares + 3 * task, zero)
-            p = backward_task(L, task, NULL, zero)
+            backward_task(L, task, NULL, &p, zero)
             for i in range(phase.n):
                 run_segment(L, &p, phase.segment[i], phase.t[i], zero)
-        cells_claim_finished(L.claims)
-        task = cells_claim(L.claims, phase.phase, tasks, me.part)
-    cells_claims_wait(L.claims, phase.phase, tasks, me.spin_ns)
+        cells_claim_finished(L.claims, me)
+        task = cells_claim(L.claims, phase.phase, tasks, me)
     phase.phase += 1
     phase.n = 0
 
@@ -1124,12 +1125,11 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
         memset(&own, 0, sizeof(own))
         task = claim_rows(L, me, &own, True, zero)
         while task >= 0:
-            p = backward_task(L, task, own.w, zero)
+            backward_task(L, task, own.w, &p, zero)
             run_steps(L, &p, zero)
-            cells_claim_finished(L.claims)
+            cells_claim_finished(L.claims, me)
             task = claim_rows(L, me, &own, True, zero)
         free_own(&own)
-        cells_claims_wait(L.claims, 0, L.tasks, me.spin_ns)
         phase.phase = 1
     else:
         add_segment(L, me, &phase, START, 0, zero)
@@ -1385,14 +1385,16 @@ cdef int run_pass(Loop *L, cells_part_fn fn, str name) except -1:
     cdef Py_ssize_t k
     L.tasks = L.n_threads
     L.claims = &claims
+    if cells_claims_init(&claims, L.n_threads) != 0:
+        raise MemoryError(f"the claims of a {name} pass")
     if not L.rows_split:
         L.shares = <PackedWeights *>calloc(3 * L.tasks, sizeof(PackedWeights))
         if L.shares == NULL:
+            cells_claims_destroy(&claims)
             raise MemoryError(f"the packed weights of a {name} pass")
     with nogil:
-        cells_claims_init(&claims, L.n_threads)
         cells_run_parts(L.n_threads, fn, L)
-        cells_claims_destroy(&claims)
+    cells_claims_destroy(&claims)
     if L.shares != NULL:
         for k in range(3 * L.tasks):
             free_packed(&L.shares[k])
@@ -1697,11 +1699,14 @@ cdef class PreparedWeights:
         cdef cells_claims claims
         L.claims = &claims
         cdef bint single = self.dtype == np.float32
+        if cells_claims_init(&claims, L.n_threads) != 0:
+            free(scratch)
+            free(lowp)
+            raise MemoryError("the claims of a prepared net's call")
         with nogil:
-            cells_claims_init(&claims, L.n_threads)
             cells_run_parts_on_team(L.n_threads, forward_float if single else forward_double,
                                     &L)
-            cells_claims_destroy(&claims)
+        cells_claims_destroy(&claims)
         free(scratch)
         free(lowp)
 

@@ -118,11 +118,10 @@ static void cells_signal_destroy(cells_signal *s) {
     pthread_cond_destroy(&s->moved);
 }
 
-/* Move s on and wake its sleepers. (A waiter counts itself a sleeper, then reads the value,
- * under the lock; this moves the value, then reads the sleepers: one of the two sees the
- * other, so no waiter sleeps through the move.) */
-static void cells_signal_move(cells_signal *s) {
-    atomic_fetch_add(&s->value, 1);
+/* Wake s's sleepers, after the count they wait for has moved. (A waiter counts itself a
+ * sleeper, then reads the count, under the lock; a mover moves the count, then reads the
+ * sleepers: one of the two sees the other, so no waiter sleeps through the move.) */
+static void cells_signal_wake(cells_signal *s) {
     if (atomic_load(&s->sleepers) > 0) {
         pthread_mutex_lock(&s->lock);
         pthread_cond_broadcast(&s->moved);
@@ -130,12 +129,21 @@ static void cells_signal_move(cells_signal *s) {
     }
 }
 
-/* Wait until s's value reaches `target` (counted mod 2^32: within 2^31 moves ahead of it):
- * spin for spin_ns, yielding the core at every look after CELLS_YIELD_NS, then sleep. */
-static void cells_signal_wait_for(cells_signal *s, unsigned target, int64_t spin_ns) {
+/* Move s on and wake its sleepers. */
+static void cells_signal_move(cells_signal *s) {
+    atomic_fetch_add(&s->value, 1);
+    cells_signal_wake(s);
+}
+
+/* A count that threads wait for: count(arg), moved by threads that wake s's sleepers after. */
+typedef unsigned (*cells_count_fn)(const void *arg);
+
+/* Wait until count(arg) reaches `target` (mod 2^32: within 2^31 moves ahead of it): spin for
+ * spin_ns, yielding the core at every look after CELLS_YIELD_NS, then sleep on s. */
+static void cells_wait_for(cells_signal *s, cells_count_fn count, const void *arg,
+                           unsigned target, int64_t spin_ns) {
     int64_t start = 0;
-    for (unsigned spins = 0;
-         (int)(atomic_load_explicit(&s->value, memory_order_acquire) - target) < 0; spins++) {
+    for (unsigned spins = 0; (int)(count(arg) - target) < 0; spins++) {
         if (spins % 64 == 0) {  /* a clock read costs about 64 pauses */
             int64_t now = cells_now_ns();
             if (start == 0) {
@@ -143,7 +151,7 @@ static void cells_signal_wait_for(cells_signal *s, unsigned target, int64_t spin
             } else if (now - start > spin_ns) {
                 pthread_mutex_lock(&s->lock);
                 atomic_fetch_add(&s->sleepers, 1);
-                while ((int)(atomic_load(&s->value) - target) < 0)
+                while ((int)(count(arg) - target) < 0)
                     pthread_cond_wait(&s->moved, &s->lock);
                 atomic_fetch_sub(&s->sleepers, 1);
                 pthread_mutex_unlock(&s->lock);
@@ -154,6 +162,15 @@ static void cells_signal_wait_for(cells_signal *s, unsigned target, int64_t spin
         }
         cells_pause();
     }
+}
+
+static unsigned cells_signal_value(const void *s) {
+    return atomic_load_explicit(&((const cells_signal *)s)->value, memory_order_acquire);
+}
+
+/* Wait until s's value reaches `target` (cells_wait_for). */
+static void cells_signal_wait_for(cells_signal *s, unsigned target, int64_t spin_ns) {
+    cells_wait_for(s, cells_signal_value, s, target, spin_ns);
 }
 
 /* Wait until s moves past `seen`, the value seen before. */

@@ -1,11 +1,11 @@
-/* Test of include/cells/claims.h: the work a prepared net's call claims task by task.
+/* Test of include/cells/claims.h: the work a call claims task by task.
  *
  *   gcc -O3 -pthread -I include tests/c/test_claims.c -o test_claims && ./test_claims
  *   (tests/test_team.py does this, with OpenMP and without)
  *
  * Calls of 1 to 6 parts (more than the cores), on cells' team (cells_run_parts_on_team), run
- * PHASES phases of TASKS tasks each the way the time loop's forward does: claim (its home's
- * tasks first), run, finish, then wait for the phase. Checked:
+ * PHASES phases of TASKS tasks each the way the time loop does: claim (its home's tasks
+ * first), run, finish, until the claim says the phase is done. Checked:
  *  - every task of every phase runs exactly once (a counter per task);
  *  - no task of phase g starts before every task of phase g - 1 has finished (each task
  *    checks the phase before it is complete);
@@ -13,7 +13,8 @@
  *    nobody: the others finish every phase without it, and it catches up without work;
  *  - the order of the claims, on one thread: a part's home first (part h of `homes` takes
  *    tasks [h·tasks/homes, (h+1)·tasks/homes) in order), then the next homes', every task of
- *    a phase once, none of the next phase before it;
+ *    a phase once, none of the next phase before it; the first task it takes from another
+ *    home only after CELLS_STEAL_NS, and then those of the next phase at once (it is eager);
  *  - the call runs on cells' team (part 0 on the caller, the others on cells-team workers);
  *  - a part runs only while its call is in flight: a worker that wakes after its call closed
  *    (thousands of calls of a few phases, on more parts than cores, make some late) touches
@@ -63,7 +64,7 @@ static void part(void *arg, cells_part me) {
     }
     for (long long g = 0; g < c->phases; ++g) {
         long task;
-        while ((task = cells_claim(&c->claims, g, TASKS, me.part)) >= 0) {
+        while ((task = cells_claim(&c->claims, g, TASKS, me)) >= 0) {
             expect(g == 0 || atomic_load(&c->done[g - 1]) == TASKS,
                    "a task started before the phase before it was complete");
             atomic_fetch_add(&c->runs[g][task], 1);
@@ -72,9 +73,8 @@ static void part(void *arg, cells_part me) {
             if (me.part == c->late_part)
                 atomic_fetch_add(&c->tasks_of_late, 1);
             atomic_fetch_add(&c->done[g], 1);
-            cells_claim_finished(&c->claims);
+            cells_claim_finished(&c->claims, me);
         }
-        cells_claims_wait(&c->claims, g, TASKS, me.spin_ns);
     }
     expect(atomic_load(&call_in_flight) == c->number, "a part ran outside its call");
 }
@@ -88,7 +88,7 @@ static int run_call(int nparts, int late_part, long phases, int64_t task_ns, int
     c.phases = phases;
     c.task_ns = task_ns;
     c.late_part = late_part;
-    cells_claims_init(&c.claims, nparts);
+    expect(cells_claims_init(&c.claims, nparts) == 0, "the claims of a call allocated");
     atomic_store(&call_in_flight, c.number);
     int ran = cells_run_parts_on_team(nparts, part, &c);
     atomic_store(&call_in_flight, 0);
@@ -111,15 +111,23 @@ static int run_call(int nparts, int late_part, long phases, int64_t task_ns, int
 /* Part `part` claims every task of phases 0 and 1 of `tasks` alone, among `homes` homes. */
 static void claim_order(int homes, long tasks, int part) {
     cells_claims claims;
-    cells_claims_init(&claims, homes);
+    expect(cells_claims_init(&claims, homes) == 0, "the claims of a call allocated");
+    cells_part me = {part, homes, CELLS_SPIN_NS};
+    const long own = tasks * (part + 1) / homes - tasks * part / homes;
     for (long long g = 0; g < 2; ++g) {
-        long start = tasks * (part % homes) / homes, task;
+        long start = tasks * part / homes, task;
         for (long i = 0; i < tasks; ++i) {
-            task = cells_claim(&claims, g, tasks, part);
+            int64_t before = cells_now_ns();
+            task = cells_claim(&claims, g, tasks, me);
+            int64_t took = cells_now_ns() - before;
             expect(task == (start + i) % tasks, "a part claims its home's tasks first, in order");
-            cells_claim_finished(&claims);
+            if (i == own && g == 0)
+                expect(took >= CELLS_STEAL_NS, "a part takes another's task after CELLS_STEAL_NS");
+            cells_claim_finished(&claims, me);
         }
-        expect(cells_claim(&claims, g, tasks, part) == -1, "a phase has `tasks` tasks");
+        expect(cells_claim(&claims, g, tasks, me) == -1, "a phase has `tasks` tasks");
+        expect(claims.home[part].eager == (own < tasks),
+               "a part that took another's task takes the next phase's at once");
     }
     cells_claims_destroy(&claims);
 }

@@ -59,18 +59,16 @@ static void rounds(void *arg, cells_part me) {
     for (int round = 1; round <= r->rounds; ++round) {
         long long g = 2 * (long long)(round - 1);
         long task;
-        while ((task = cells_claim(&r->claims, g, r->tasks, me.part)) >= 0) {
+        while ((task = cells_claim(&r->claims, g, r->tasks, me)) >= 0) {
             r->slot[task] = round;
-            cells_claim_finished(&r->claims);
+            cells_claim_finished(&r->claims, me);
         }
-        cells_claims_wait(&r->claims, g, r->tasks, me.spin_ns);
-        while ((task = cells_claim(&r->claims, g + 1, r->tasks, me.part)) >= 0) {
+        while ((task = cells_claim(&r->claims, g + 1, r->tasks, me)) >= 0) {
             for (int k = 0; k < r->tasks; ++k)
                 if (*(volatile int *)&r->slot[k] != round)
                     atomic_fetch_add(&r->stale, 1);
-            cells_claim_finished(&r->claims);
+            cells_claim_finished(&r->claims, me);
         }
-        cells_claims_wait(&r->claims, g + 1, r->tasks, me.spin_ns);
     }
     if (me.part == me.nparts - 1) {  /* the last part finishes late: the call must wait for it */
         int64_t until = cells_now_ns() + 20000;
@@ -83,7 +81,10 @@ static void rounds(void *arg, cells_part me) {
 /* A call of r's rounds on nparts parts, with its claims; the parts it ran. */
 static int call_rounds(int nparts, Rounds *r) {
     r->tasks = nparts;
-    cells_claims_init(&r->claims, nparts);
+    if (cells_claims_init(&r->claims, nparts) != 0) {
+        check("the claims of a call allocated", 0);
+        return 0;
+    }
     int ran = cells_run_parts(nparts, rounds, r);
     cells_claims_destroy(&r->claims);
     return ran;
