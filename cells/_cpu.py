@@ -12,8 +12,9 @@ The contract of the family functions:
   - the face (cells.gru, cells.lstm, cells.lltm, cells.rnn) has validated every argument: arrays
     of the backend's kind and of one real dtype (in any memory order), shapes consistent with
     `dims` = (sL, bS, nIn, nOut) (sL = 1 for a cell: x is then [1, bS, nIn]), flags as bools,
-    seq_len None or int64 [bS] in [0, sL], n_threads a positive int (resolved), a workspace made
-    by this forward with this call's options and not used by a backward yet;
+    seq_len None or int64 [bS] in [0, sL], n_threads None (cells._threads.time_loop_threads
+    chooses) or a positive int, a workspace made by this forward with this call's options and
+    not used by a backward yet;
   - they return new C-ordered arrays of the inputs' dtype, plain (no NamedTuple): the face
     builds its results and workspaces from them. One exception: where Wx and Wh are in
     PyTorch's layout (cells._params.torch_layout: both F-ordered), dL/dWx and dL/dWh are
@@ -38,7 +39,7 @@ from cells import _time_loop
 from cells import _validate as check
 from cells._family_calls import FamilyCalls
 from cells._params import torch_layout
-from cells._threads import sequential_blas
+from cells._threads import openmp_pool, sequential_blas, time_loop_threads
 
 
 def empty(shape, dtype):
@@ -78,6 +79,12 @@ def _weight_gradient(shape, dtype, transposed):
     return np.empty(shape[::-1], dtype).T if transposed else np.empty(shape, dtype)
 
 
+def _threads(fam, dims, nState):
+    """The threads of a call of family row `fam` on dims without n_threads: time_loop_threads."""
+    _, bS, nIn, nOut = dims
+    return time_loop_threads(bS, nOut, fam.gates, nIn + (nState if fam.recurrent_product else 0))
+
+
 # ---------------------------------------------------------------------------------------------
 # The time loop's buffers, for every family
 # ---------------------------------------------------------------------------------------------
@@ -100,6 +107,8 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
     G, dtype, steps = n_gates * nOut, x.dtype, (sL if keep else 1)
     nState = nOut if Wproj is None else Wproj.shape[1]
+    if n_threads is None:
+        n_threads = _threads(fam, dims, nState)
     transposed, Wx, Wh = _weights_as_read(Wx, Wh)
     gates = np.empty((steps, bS, G), dtype)
     c = np.empty((sL, bS, nOut), dtype) if (keep or c_steps) and cell_state else None
@@ -113,7 +122,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
         n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
         Wx=Wx, Wh=Wh, W=_c_order(W), weights_transposed=transposed, b=_c_order(b),
         P=_c_order(P), Wproj=_c_order(Wproj), nProj=nState, clip=clip, activation=activation,
-        lstm_acts=lstm_acts, zoneout=_c_order(zoneout),
+        lstm_acts=lstm_acts, zoneout=_c_order(zoneout), openmp=openmp_pool(),
         # Training: every step's gates overwrite their own input projection; inference
         # projects a chunk of steps at a time into one chunk's gx.
         gx=gates if keep else np.empty((_time_loop.projection_chunk_steps(
@@ -145,6 +154,8 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     G, dtype = n_gates * nOut, x.dtype
     nState = nOut if Wproj is None else Wproj.shape[1]
     projected = Wproj is not None
+    if n_threads is None:
+        n_threads = _threads(fam, dims, nState)
     h, gates, c, aux, m = saved
     transposed, Wx, Wh = _weights_as_read(Wx, Wh)
     gates = _c_order(gates)   # a copy only for a cell's gates put together by its face
@@ -177,7 +188,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             dh_steps=np.empty((sL, bS, nState), dtype) if projected else None,
             dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdWx=_loop_order(dLdWx, transposed),
             dLdWh=_loop_order(dLdWh, transposed), dLdW=dLdW, dLdb=dLdb, dLdP=dLdP,
-            dLdWproj=dLdWproj,
+            dLdWproj=dLdWproj, openmp=openmp_pool(),
             part_sums=np.empty((n_threads, (n_gates + fam.param_blocks) * nOut), dtype))
     check.consume_workspace(gates, aux if aux_kept else None)
     if W is not None:

@@ -21,7 +21,7 @@ from cells import _time_loop
 from cells import _validate as check
 from cells._backend import type_name
 from cells._cpu import _weights_as_read
-from cells._threads import max_threads, resolve_n_threads
+from cells._threads import check_n_threads, max_threads, threads_for_work
 
 # n_threads=None runs a call on a second thread only where each thread gets at least
 # PREPARED_WORK_PER_THREAD multiply-adds per step (benchmarks/serving.py measures the
@@ -240,7 +240,7 @@ class PreparedNet:
         else:
             h, hL, cL = self._checked_out(out, shape[:-1] + (self.nState,), bS)
         n_threads = (self._call_threads(bS) if n_threads is None
-                     else resolve_n_threads(n_threads, None))
+                     else check_n_threads(n_threads))
         self._weights.run(sL, bS, np.ascontiguousarray(x), hI, cI, h, hL, cL, lengths,
                           n_threads)
         if out is not None:
@@ -257,14 +257,9 @@ class PreparedNet:
         return self._default_threads(bS, max_threads)
 
     def _default_threads(self, bS, ceiling):
-        """The threads of a call of bS rows when none are asked for: at most `ceiling` (a
-        callable: max_threads reads the environment, so only a call that could use two
-        threads asks it), and no more than give each PREPARED_WORK_PER_THREAD multiply-adds a
-        step."""
-        work = bS * self._row_work
-        if work < 2 * PREPARED_WORK_PER_THREAD:
-            return 1
-        return max(1, min(ceiling(), work // PREPARED_WORK_PER_THREAD))
+        """The threads of a call of bS rows when none are asked for: threads_for_work with
+        PREPARED_WORK_PER_THREAD multiply-adds a step each, at most ceiling() (a callable)."""
+        return threads_for_work(bS * self._row_work, PREPARED_WORK_PER_THREAD, ceiling)
 
     def _wrong_state(self, state):
         """Raise the error for a state that is not a State of this net's family."""
@@ -396,6 +391,6 @@ def weights_option(weights):
 
 def threads_option(n_threads):
     """prepare's n_threads: None, or a thread count checked as every function checks it."""
-    return None if n_threads is None else resolve_n_threads(n_threads, None)
+    return check_n_threads(n_threads)
 
 

@@ -13,10 +13,11 @@ cdef extern from "cells/team.h" nogil:
 
     ctypedef void (*cells_part_fn)(void *arg, cells_part me) noexcept nogil
 
-    # Run fn(arg, me) on nparts parts at once, a thread each (fewer where fewer threads are
-    # available); the parts it ran. ..._on_team: on cells' own team, never OpenMP's pool.
+    # Run fn(arg, me) on up to nparts parts at once, a thread each, whose work is claimed
+    # (claims.h): those that join in time run; the parts it ran. On cells' team, or
+    # ..._with_openmp on OpenMP's pool (cells.torch's calls, beside torch's operators).
     int cells_run_parts(int nparts, cells_part_fn fn, void *arg) noexcept
-    int cells_run_parts_on_team(int nparts, cells_part_fn fn, void *arg) noexcept
+    int cells_run_parts_with_openmp(int nparts, cells_part_fn fn, void *arg) noexcept
     # Around work without the GIL outside cells_run_parts that allocates: a fork waits for it.
     void cells_gate_enter() noexcept
     void cells_gate_leave() noexcept

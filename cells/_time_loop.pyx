@@ -13,9 +13,10 @@ step_time(t, len_b, forward) (cells/_loops.pxd); past them its state is frozen a
 passes its carried gradient through them unchanged. At a row's first step the state is hI (and
 cI); a row's final state is the state after its last valid step (hI, cI when len_b = 0).
 
-Threads: a pass runs as the parts of one cells_run_parts call (include/cells/team.h), a thread
-each, and its work is tasks that the parts claim (include/cells/claims.h), in phases that end
-only where a task reads what other tasks wrote. A task is a block of the units (its block of
+Threads: a pass runs as the parts of one cells_run_parts call (include/cells/team.h: on cells'
+team, or on OpenMP's pool for cells.torch's calls), a thread each, and its work is tasks that
+the parts claim (include/cells/claims.h), in phases that end only where a task reads what other
+tasks wrote. A task is a block of the units (its block of
 each gate block): it multiplies the state by its columns of op(Wh), packed once per call in
 the pass's first phase (cells/_panels.pxd, L.shares), then runs its family's step for just
 those elements; a forward step is one phase (two for a family with a second phase, the
@@ -78,7 +79,7 @@ from cells._loops cimport (
 from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_claim, cells_claim_finished, cells_claims,
     cells_claims_destroy, cells_claims_init, cells_gate_enter, cells_gate_leave,
-    cells_part, cells_part_fn, cells_run_parts, cells_run_parts_on_team,
+    cells_part, cells_part_fn, cells_run_parts, cells_run_parts_with_openmp,
     cells_team_register_fork_handler, part_start, part_units,
 )
 from cells._panels cimport (
@@ -1331,7 +1332,7 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
             bint weights_transposed=False, b=None, P=None, Wproj=None, Py_ssize_t nProj=0,
             cI=None, gx, gh, hs, cs=None, gates, c=None, aux=None, m=None, ms=None, h, hL=None,
             cL=None, zoneout=None, double clip=INFINITY, int activation=0,
-            lstm_acts=LSTM_ACTIVATIONS):
+            lstm_acts=LSTM_ACTIVATIONS, bint openmp=False):
     """Run the forward pass of `family` (a key of FAMILIES) on the arrays that cells/_loop.pxd
     names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces Wx and Wh (the LLTM);
     with weights_transposed, Wx and Wh are given in PyTorch's layout, transposed ([G, nIn] and
@@ -1341,7 +1342,8 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     With keep, gates, c and a kept aux are [sL, ...]; without, gates and aux are one step's
     scratch ([bS, ...]) and c may be given (every step's c, as with keep). Wproj [nOut, nProj]
     projects the output (then m is given with keep, and ms always). zoneout: None, or zoneout's
-    share of the new state, [1] or [sL, bS, nOut] (cells/_loop.pxd: zone)."""
+    share of the new state, [1] or [sL, bS, nOut] (cells/_loop.pxd: zone). openmp: run on
+    OpenMP's pool rather than cells' team (run_pass)."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
@@ -1374,13 +1376,14 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.hL = data(dtype, "hL", hL, H, False, True)
     L.cL = data(dtype, "cL", cL, S, False, True)
     cdef bint single = dtype == np.float32
-    run_pass(&L, forward_float if single else forward_double, "forward")
+    run_pass(&L, forward_float if single else forward_double, "forward", openmp)
 
 
-cdef int run_pass(Loop *L, cells_part_fn fn, str name) except -1:
-    """Run pass `fn` (forward_float, backward_double, ...) of L on L.n_threads parts: as many
-    tasks a phase as parts (a block of the rows, or of the units, each part's home), and where
-    the units split, the table of each task's packed weights (L.shares), freed after."""
+cdef int run_pass(Loop *L, cells_part_fn fn, str name, bint openmp) except -1:
+    """Run pass `fn` (forward_float, backward_double, ...) of L on L.n_threads parts, on cells'
+    team or, with `openmp`, OpenMP's pool (include/cells/team.h says when each): as many tasks
+    a phase as parts (a block of the rows, or of the units, each part's home), and where the
+    units split, the table of each task's packed weights (L.shares), freed after."""
     cdef cells_claims claims
     cdef Py_ssize_t k
     L.tasks = L.n_threads
@@ -1393,7 +1396,10 @@ cdef int run_pass(Loop *L, cells_part_fn fn, str name) except -1:
             cells_claims_destroy(&claims)
             raise MemoryError(f"the packed weights of a {name} pass")
     with nogil:
-        cells_run_parts(L.n_threads, fn, L)
+        if openmp:
+            cells_run_parts_with_openmp(L.n_threads, fn, L)
+        else:
+            cells_run_parts(L.n_threads, fn, L)
     cells_claims_destroy(&claims)
     if L.shares != NULL:
         for k in range(3 * L.tasks):
@@ -1411,7 +1417,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
              dh_steps=None, dLdx, dLdhI, dLdcI=None,
              dLdWx=None, dLdWh=None, dLdW=None, dLdb=None, dLdP=None, part_sums=None,
              dLdWproj=None, double clip=INFINITY, int activation=0,
-             lstm_acts=LSTM_ACTIVATIONS):
+             lstm_acts=LSTM_ACTIVATIONS, bint openmp=False):
     """Run the backward pass of `family` on its forward's workspace (h, c, gates, aux and m of
     every step; aux is scratch when the forward does not keep it); it overwrites gates and aux
     with gradients. dLdx None skips dL/dx. dLdW [G, nOut + nIn] goes with W, and dLdWx and dLdWh
@@ -1420,7 +1426,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     for a pass that splits the rows (with dLdb or dLdP): each thread's sums of dL/db and dL/dP
     over its rows. dLdc [sL, bS, nOut]: the gradient arriving at every step's c; zoneout as
     forward() took it, with dzone [bS, nOut] its scratch; dLdWh None for a family with no
-    recurrent product."""
+    recurrent product; openmp as forward() takes it."""
     cdef Loop L
     dtype = x.dtype
     cdef cells_family_info fam = set_problem(&L, family, sL, bS, nIn, nOut, nProj, seq_len,
@@ -1468,7 +1474,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
                        sums_by_rows(&L) and (L.dLdb != NULL or L.dLdP != NULL), True)
     L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32
-    run_pass(&L, backward_float if single else backward_double, "backward")
+    run_pass(&L, backward_float if single else backward_double, "backward", openmp)
 
 
 # What dL/dP sums over the steps (family_rows.h's param_grad), as Family.param_grad says it.
@@ -1704,8 +1710,7 @@ cdef class PreparedWeights:
             free(lowp)
             raise MemoryError("the claims of a prepared net's call")
         with nogil:
-            cells_run_parts_on_team(L.n_threads, forward_float if single else forward_double,
-                                    &L)
+            cells_run_parts(L.n_threads, forward_float if single else forward_double, &L)
         cells_claims_destroy(&claims)
         free(scratch)
         free(lowp)

@@ -12,9 +12,9 @@ are ordered (r, u, c) = reset, update, candidate, and products are row-vector (z
 b is [3nOut] (bx alone, bh = 0, as libnd4j) or [2, 3nOut] (rows bx, bh: Keras reset_after, cuDNN,
 PyTorch, ONNX). Every function takes float32 or float64 arrays of one dtype, in any memory order,
 and returns new C-ordered arrays of that dtype (dLdWx and dLdWh F-ordered where Wx and Wh both are:
-PyTorch's layout, which the CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set,
-else all cores) is the number of threads the call runs on (cells/_threads.py); a backward whose
-weight gradients run on BLAS holds it at one thread meanwhile.
+PyTorch's layout, which the CPU reads where it is). `n_threads` (None: as many as the call's steps
+gain from, at most the cores) is the number of threads the call runs on (cells/_threads.py); a
+backward whose weight gradients run on BLAS holds it at one thread meanwhile.
 """
 from typing import NamedTuple, Optional, Union
 
@@ -23,7 +23,7 @@ import numpy as np
 from cells import _validate as check
 from cells._params import gru_family, split_gru_bias
 from cells._prepared import GruState, PreparedNet, prepare_net, threads_option, weights_option
-from cells._threads import resolve_n_threads
+from cells._threads import check_n_threads
 from cells.convert import gru_from_block
 
 
@@ -175,8 +175,9 @@ def gruCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
         False: c = tanh(x·Wx_c + bx_c + (r∘hI)·Wh_c + bh_c), libnd4j's documented formula;
         True: c = tanh(x·Wx_c + bx_c + r∘(hI·Wh_c + bh_c)), PyTorch's and cuDNN's GRU.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -211,7 +212,7 @@ def gruCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     lbr = check.flag("linear_before_reset", linear_before_reset)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2)
     h, gates, _ = backend.calls.gru_forward(dims, x[None], hI, Wx, Wh, b, lbr, True,
-                                            resolve_n_threads(n_threads, dims))
+                                            check_n_threads(n_threads))
     return GruCellResult(gates[0], h[0])
 
 
@@ -227,8 +228,9 @@ def gruCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     dLdh : numpy.ndarray, [bS, nOut]
         dL/dh, the gradient arriving at the new state.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -262,7 +264,7 @@ def gruCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, *grads = backend.calls.gru_backward(dims, x[None], hI, Wx, Wh, b, lbr, None, dLdh[None],
-                                              None, None, resolve_n_threads(n_threads, dims))
+                                              None, None, check_n_threads(n_threads))
     return GruGrads(dLdx[0], *grads)
 
 
@@ -298,8 +300,9 @@ def gruTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
         Also return the :class:`GruWorkspace` that lets :func:`gruTimeLoopBp` skip recomputing
         this forward pass.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -339,7 +342,7 @@ def gruTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, gates, hc = backend.calls.gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep,
-                                             resolve_n_threads(n_threads, dims), lengths, fwd)
+                                             check_n_threads(n_threads), lengths, fwd)
     if not keep:
         return h
     ws = GruWorkspace(h, gates, hc, None if lengths is None else lengths.copy(), fwd)
@@ -372,8 +375,9 @@ def gruTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
         False skips dL/dx (``dLdx`` is then None), for a first layer whose input needs no
         gradient.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -419,7 +423,7 @@ def gruTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
         _check_workspace(workspace, dims, x, lbr, lengths, fwd)
         saved = workspace.h, workspace.gates, workspace.hc
     return GruGrads(*backend.calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh,
-                                                dLdhLast, None, resolve_n_threads(n_threads, dims),
+                                                dLdhLast, None, check_n_threads(n_threads),
                                                 lengths, fwd, input_grad))
 
 
@@ -441,8 +445,9 @@ def gruBlockCell(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.ndarr
     bru : numpy.ndarray, [2nOut]
     bc : numpy.ndarray, [nOut]
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -471,7 +476,7 @@ def gruBlockCell(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.ndarr
     """
     backend, dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc)
     h, gates, _ = backend.calls.gru_forward(dims, x[None], hLast, Wx, Wh, b, False, True,
-                                            resolve_n_threads(n_threads, dims))
+                                            check_n_threads(n_threads))
     r, u, c = np.split(gates[0], 3, axis=1)
     return GruBlockCellResult(r.copy(), u.copy(), c.copy(), h[0])
 
@@ -493,8 +498,9 @@ def gruBlockCellBp(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.nda
     dLdr, dLdu, dLdc, dLdh : numpy.ndarray, [bS, nOut], or None
         The gradients arriving at r, u, c and h (None: no gradient there).
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -537,7 +543,7 @@ def gruBlockCellBp(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.nda
                 dLdgates[0, :, k * nOut:(k + 1) * nOut] = g
     dLdx, dLdhLast, dLdWx, dLdWh, dLdb = backend.calls.gru_backward(
         dims, x[None], hLast, Wx, Wh, b, False, None,
-        None if dLdh is None else dLdh[None], None, dLdgates, resolve_n_threads(n_threads, dims))
+        None if dLdh is None else dLdh[None], None, dLdgates, check_n_threads(n_threads))
     dLdWru = np.concatenate([dLdWx[:, :2 * nOut], dLdWh[:, :2 * nOut]])
     dLdWc = np.concatenate([dLdWx[:, 2 * nOut:], dLdWh[:, 2 * nOut:]])
     return GruBlockGrads(dLdx[0], dLdhLast, dLdWru, dLdWc, dLdb[:2 * nOut].copy(),

@@ -87,6 +87,8 @@ from torch.nn import functional as F
 from cells import _torch_recompute as recompute
 from cells import convert, layer_norm_gru, layer_norm_lstm
 from cells._cpu import calls
+from cells._families import FAMILIES
+from cells._threads import on_openmp_pool
 from cells.torch import (
     _dLdx_like, _keep_workspace, _kept, _n_threads, _needed, _no_workspace,
     _register_double_backward,
@@ -198,14 +200,16 @@ class _Operator:
         H = named["hI"].shape[1]
         zone = _kernel_zoneout(_array("zoneout_mask", named["zoneout_mask"]), named["zoneout"],
                                a["x"].dtype)
-        return a, (T, N, I, H), zone, _n_threads(x, H)
+        return a, (T, N, I, H), zone, _n_threads(FAMILIES[self.name], x, H)
 
     def run(self, *args):
         """The operator's body."""
         named = dict(zip([*self.params, *self.options], args))
         a, dims, zone, n_threads = self._inputs(named)
         keep = named["keep_workspace"]
-        results = self._forward(a, dims, zone, keep, named.get("c_steps", False), n_threads)
+        with on_openmp_pool():
+            results = self._forward(a, dims, zone, keep, named.get("c_steps", False),
+                                    n_threads)
         return tuple(_no_workspace(named["x"]) if r is None else torch.from_numpy(r)
                      for r in results)
 
@@ -236,7 +240,9 @@ class _Operator:
             saved = tuple(_array(n, named[n]).copy() if n in self.workspace
                           else _array(n, named[n]) for n in self.saved)
         grads = {g: _array(g, named[g]) for g in self.grads}
-        results = self._backward(a, dims, zone, saved, grads, named["input_grad"], n_threads)
+        with on_openmp_pool():
+            results = self._backward(a, dims, zone, saved, grads, named["input_grad"],
+                                     n_threads)
         return tuple(_no_workspace(named["x"]) if g is None else torch.from_numpy(g)
                      for g in results)
 

@@ -11,9 +11,9 @@ zoneout (haste's): None; a probability p, haste's eval mode, h = p·hPrev + (1 -
 mask [sL, bS, nOut], haste's training mode, h = hPrev + mask∘(hNew - hPrev) (haste draws it
 Bernoulli(1 - p), unscaled).
 
-Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns
-new C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else all cores)
-is the number of threads the call runs on.
+Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns new
+C-ordered arrays of that dtype. `n_threads` (None: as many as the call's steps gain from, at most
+the cores) is the number of threads the call runs on.
 """
 from typing import NamedTuple, Optional, Union
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from cells import _validate as check
 from cells._prepared import PreparedNet, RnnState, prepare_net, threads_option, weights_option
-from cells._threads import resolve_n_threads
+from cells._threads import check_n_threads
 
 
 class IndRnnWorkspace(NamedTuple):
@@ -123,7 +123,7 @@ def indRnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, u: np.ndarray,
     lengths = check.seq_len(seq_len, sL, bS, x)
     zone = check.zoneout(zoneout, sL, bS, nOut, x)
     h, _, _, _, gates, _ = backend.calls.haste_forward(
-        "indrnn", dims, x, Wx, None, b, u, hI, None, keep, resolve_n_threads(n_threads, dims),
+        "indrnn", dims, x, Wx, None, b, u, hI, None, keep, check_n_threads(n_threads),
         lengths, fwd, zone)
     if not keep:
         return h
@@ -193,7 +193,7 @@ def indRnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, u: np.ndarra
         saved = workspace.h, None, workspace.gates, None
     dLdx, dLdWx, _, dLdb, dLdu, dLdhI, _ = backend.calls.haste_backward(
         "indrnn", dims, x, Wx, None, b, u, hI, None, saved, dLdh, None, dLdhLast, None,
-        resolve_n_threads(n_threads, dims), lengths, fwd, zone, input_grad)
+        check_n_threads(n_threads), lengths, fwd, zone, input_grad)
     return IndRnnGrads(dLdx, dLdhI, dLdWx, dLdu, dLdb)
 
 

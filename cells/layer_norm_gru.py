@@ -18,10 +18,10 @@ zoneout (haste's): None; a probability p, haste's eval mode,
 h = p·hPrev + (1 - p)·hNew; or a mask [sL, bS, nOut], haste's training mode,
 h = hPrev + mask∘(hNew - hPrev) (haste draws it Bernoulli(1 - p), unscaled).
 
-Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns
-new C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set, else all cores)
-is the number of threads the call runs on; each thread runs whole batch rows (a LayerNorm reads
-every unit of its row), so a call uses at most bS threads.
+Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns new
+C-ordered arrays of that dtype. `n_threads` (None: as many as the call's steps gain from, at most
+the cores) is the number of threads the call runs on; each thread runs whole batch rows (a
+LayerNorm reads every unit of its row), so a call uses at most bS threads.
 """
 from typing import NamedTuple, Optional, Union
 
@@ -30,7 +30,7 @@ import numpy as np
 from cells import _backend
 from cells import _validate as check
 from cells._prepared import GruState, PreparedNet, prepare_net, threads_option, weights_option
-from cells._threads import resolve_n_threads
+from cells._threads import check_n_threads
 
 GATES = 3
 
@@ -148,7 +148,7 @@ def layerNormGruTimeLoop(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.nd
     zone = check.zoneout(zoneout, sL, bS, nOut, x)
     h, _, _, _, gates, aux = backend.calls.haste_forward(
         "layer_norm_gru", dims, x, Wx, Wh, None, P, hI, None, keep,
-        resolve_n_threads(n_threads, dims), lengths, fwd, zone)
+        check_n_threads(n_threads), lengths, fwd, zone)
     if not keep:
         return h
     workspace = LayerNormGruWorkspace(h, gates, aux, None if lengths is None else lengths.copy(),
@@ -222,7 +222,7 @@ def layerNormGruTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.
         saved = workspace.h, None, workspace.gates, workspace.aux
     dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, _ = backend.calls.haste_backward(
         "layer_norm_gru", dims, x, Wx, Wh, None, P, hI, None, saved, dLdh, None, dLdhLast,
-        None, resolve_n_threads(n_threads, dims), lengths, fwd, zone, input_grad)
+        None, check_n_threads(n_threads), lengths, fwd, zone, input_grad)
     return LayerNormGruGrads(dLdx, dLdWx, dLdWh, *param_grads(dLdP, nOut), dLdhI)
 
 

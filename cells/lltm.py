@@ -12,9 +12,9 @@ dz1 = g∘tanh(c')∘o(1-o); dz2 = dĉ∘i∘elu'(z2) with elu'(z) = 1 (z > 0), 
 PyTorch autograd gives at z = 0 too; dX = dz·W, dW = dzᵀ·X, db = Σ_b dz, dL/dc = dĉ.
 
 Every function takes float32 or float64 arrays of one dtype, in any memory order (read-only is
-fine), and returns new C-ordered arrays of that dtype. `n_threads` (None = OMP_NUM_THREADS if set,
-else all cores) is the number of threads the call runs on (cells/_threads.py); a backward whose
-weight gradients run on BLAS holds it at one thread meanwhile.
+fine), and returns new C-ordered arrays of that dtype. `n_threads` (None: as many as the call's
+steps gain from, at most the cores) is the number of threads the call runs on (cells/_threads.py);
+a backward whose weight gradients run on BLAS holds it at one thread meanwhile.
 """
 from typing import NamedTuple, Optional, Union
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from cells import _validate as check
 from cells._prepared import LltmState, PreparedNet, prepare_net, threads_option, weights_option
-from cells._threads import resolve_n_threads
+from cells._threads import check_n_threads
 
 
 class LltmWorkspace(NamedTuple):
@@ -167,8 +167,9 @@ def lltm_forward(input: np.ndarray, weights: np.ndarray, bias: np.ndarray, old_h
     old_h, old_cell : numpy.ndarray, [B, S]
         The previous output and cell state.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -203,7 +204,7 @@ def lltm_forward(input: np.ndarray, weights: np.ndarray, bias: np.ndarray, old_h
     gate_weights = backend.empty((B, 3 * S), input.dtype)
     _, new_h, new_cell, gates, _ = backend.calls.lltm_forward(
         dims, input[None], weights, bias, old_h, old_cell, None, True, True,
-        resolve_n_threads(n_threads, dims), z=gate_weights)
+        check_n_threads(n_threads), z=gate_weights)
     i, o, n = (gates[0, :, k * S:(k + 1) * S].copy() for k in range(3))
     X = np.concatenate([old_h, input], axis=1)
     return LltmCellResult(new_h, new_cell, i, o, n, X, gate_weights)
@@ -226,8 +227,9 @@ def lltm_backward(grad_h: np.ndarray, grad_cell: np.ndarray, new_cell: np.ndarra
         :func:`lltm_forward`'s outputs.
     weights : numpy.ndarray, [3S, S+nIn]
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -282,7 +284,7 @@ def lltm_backward(grad_h: np.ndarray, grad_cell: np.ndarray, new_cell: np.ndarra
     saved = hI, gates, new_cell[None]
     dLdx, dLdW, dLdb, dLdhI, dLdcI = backend.calls.lltm_backward(
         dims, X[None, :, S:], weights, hI, None, True, saved, None, grad_h, grad_cell,
-        resolve_n_threads(n_threads, dims))
+        check_n_threads(n_threads))
     return LltmCellGrads(dLdhI, dLdx[0], dLdW, dLdb, dLdcI)
 
 
@@ -315,8 +317,9 @@ def lltmTimeLoop(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, cI
         Also return the :class:`LltmWorkspace` that lets :func:`lltmTimeLoopBp` skip
         recomputing this forward pass.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -351,7 +354,7 @@ def lltmTimeLoop(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, cI
     backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI)
     lens = check.seq_len(seq_len, dims[0], dims[1], x)
     h, hL, cL, gates, c = backend.calls.lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep,
-                                                     resolve_n_threads(n_threads, dims))
+                                                     check_n_threads(n_threads))
     if not keep:
         return LltmTimeLoopResult(h, hL, cL)
     ws = LltmWorkspace(h, gates, c, None if lens is None else lens.copy(), fwd)
@@ -382,8 +385,9 @@ def lltmTimeLoopBp(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, 
         False skips dL/dx (``dLdx`` is then None), for a first layer whose input needs no
         gradient.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -424,7 +428,7 @@ def lltmTimeLoopBp(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, 
         _check_workspace(workspace, dims, x, lens, fwd)
         saved = workspace.h, workspace.gates, workspace.c
     return LltmGrads(*backend.calls.lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL,
-                                                  dLdcL, resolve_n_threads(n_threads, dims), b=b,
+                                                  dLdcL, check_n_threads(n_threads), b=b,
                                                   lens=lens, input_grad=input_grad))
 
 

@@ -38,9 +38,9 @@ own time index.
 
 Every function takes float32 or float64 arrays of one dtype, in any memory order, and returns new
 C-ordered arrays of that dtype (dLdWx and dLdWr F-ordered where Wx and Wr both are: PyTorch's
-layout, which the CPU reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else all
-cores) is the number of threads the call runs on (cells/_threads.py); a backward whose weight
-gradients run on BLAS holds it at one thread meanwhile.
+layout, which the CPU reads where it is). `n_threads` (None: as many as the call's steps gain from,
+at most the cores) is the number of threads the call runs on (cells/_threads.py); a backward whose
+weight gradients run on BLAS holds it at one thread meanwhile.
 """
 import numbers
 from typing import NamedTuple, Optional, Union
@@ -50,7 +50,7 @@ import numpy as np
 from cells import _validate as check
 from cells._params import kernel_clip
 from cells._prepared import LstmState, PreparedNet, prepare_net, threads_option, weights_option
-from cells._threads import resolve_n_threads
+from cells._threads import check_n_threads
 from cells._time_loop import LSTM_ACTIVATIONS
 
 # libnd4j's activation codes, in order (include/cells/activations.h).
@@ -237,8 +237,9 @@ def lstmLayerCell(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.
     gate_alpha, gate_beta, cell_alpha, cell_beta, out_alpha, out_beta : float, default 0.0
         The activations' alpha and beta (used by the codes that name them).
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -272,7 +273,7 @@ def lstmLayerCell(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2)
     _, hL, cL, _, _, _ = backend.calls.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None,
                                                     clip, None, True, False,
-                                                    resolve_n_threads(n_threads, dims), acts)
+                                                    check_n_threads(n_threads), acts)
     return LstmCellResult(hL, cL)
 
 
@@ -295,8 +296,9 @@ def lstmLayerCellBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[n
     Wp, cell_clip, gate_act, ..., out_beta
         As :func:`lstmLayerCell`.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -337,7 +339,7 @@ def lstmLayerCellBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[n
             check.shape(name, g, (bS, nOut), "[bS, nOut]")
     dLdx, *grads, _ = backend.calls.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
                                                   None, True, None, None, dLdh, dLdc,
-                                                  resolve_n_threads(n_threads, dims), acts)
+                                                  check_n_threads(n_threads), acts)
     return LstmGrads(dLdx[0], *grads)
 
 
@@ -380,8 +382,9 @@ def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional
         Also return the :class:`LstmWorkspace` that lets :func:`lstmLayerTimeLoopBp` skip
         recomputing this forward pass.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -421,7 +424,7 @@ def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, hL, cL, c, gates, m = backend.calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                                         lengths, fwd, keep,
-                                                        resolve_n_threads(n_threads, dims), acts)
+                                                        check_n_threads(n_threads), acts)
     if not keep:
         return LstmTimeLoopResult(h, hL, cL)
     ws = LstmWorkspace(h, c, gates, m, None if lengths is None else lengths.copy(), fwd, clip,
@@ -462,8 +465,9 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
         False skips dL/dx (``dLdx`` is then None), for a first layer whose input needs no
         gradient.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -516,7 +520,7 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
         saved = workspace.h, workspace.c, workspace.gates, workspace.m
     *grads, dLdWproj = backend.calls.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
                                                    lengths, fwd, saved, dLdh, dLdhL, dLdcL,
-                                                   resolve_n_threads(n_threads, dims), acts,
+                                                   check_n_threads(n_threads), acts,
                                                    input_grad)
     if Wproj is None:
         return LstmGrads(*grads)

@@ -142,8 +142,9 @@ def lstmLayer(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndar
     retFullSeq, retLastH, retLastC : bool, default True, False, False
         Which outputs to return: h, hL, cL.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -214,8 +215,9 @@ def lstmLayer_bp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.n
     dataFormat, directionMode, gateAct, ..., retLastC
         As :func:`lstmLayer`.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------

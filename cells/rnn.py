@@ -9,9 +9,9 @@ Wx [nIn, nOut], Wh [nOut, nOut]; b is [nOut] (bx alone) or [2, nOut] (rows bx, b
 bias_ih, bias_hh; both get the same gradient). relu'(0) is 0, as PyTorch's autograd. Every function
 takes float32 or float64 arrays of one dtype, in any memory order, and returns new C-ordered arrays
 of that dtype (dLdWx and dLdWh F-ordered where Wx and Wh both are: PyTorch's layout, which the CPU
-reads where it is). `n_threads` (None = OMP_NUM_THREADS if set, else all cores) is the number of
-threads the call runs on (cells/_threads.py); a backward whose weight gradients run on BLAS holds
-it at one thread meanwhile.
+reads where it is). `n_threads` (None: as many as the call's steps gain from, at most the cores) is
+the number of threads the call runs on (cells/_threads.py); a backward whose weight gradients run
+on BLAS holds it at one thread meanwhile.
 """
 from typing import NamedTuple, Optional, Union
 
@@ -20,7 +20,7 @@ import numpy as np
 from cells import _validate as check
 from cells._params import RNN_ACTIVATIONS, rnn_bias
 from cells._prepared import PreparedNet, RnnState, prepare_net, threads_option, weights_option
-from cells._threads import resolve_n_threads
+from cells._threads import check_n_threads
 
 ACTIVATIONS = ("tanh", "relu")
 
@@ -110,8 +110,9 @@ def rnnCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     activation : {"tanh", "relu"}, default "tanh"
         h = act(x·Wx + bx + hI·Wh + bh); relu'(0) = 0, as PyTorch's autograd.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -140,7 +141,7 @@ def rnnCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     act = _activation(activation)
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2)
     h, _, _ = backend.calls.rnn_forward(dims, x[None], hI, Wx, Wh, b, act, False,
-                                        resolve_n_threads(n_threads, dims))
+                                        check_n_threads(n_threads))
     return h[0]
 
 
@@ -156,8 +157,9 @@ def rnnCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     dLdh : numpy.ndarray, [bS, nOut]
         dL/dh, the gradient arriving at the new state.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -191,7 +193,7 @@ def rnnCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, *grads = backend.calls.rnn_backward(dims, x[None], hI, Wx, Wh, b, act, None, dLdh[None],
-                                              None, resolve_n_threads(n_threads, dims))
+                                              None, check_n_threads(n_threads))
     return RnnGrads(dLdx[0], *grads)
 
 
@@ -224,8 +226,9 @@ def rnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
         Also return the :class:`RnnWorkspace` that lets :func:`rnnTimeLoopBp` skip recomputing
         this forward pass.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -260,7 +263,7 @@ def rnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
     backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, _, gates = backend.calls.rnn_forward(dims, x, hI, Wx, Wh, b, act, keep,
-                                            resolve_n_threads(n_threads, dims), lengths, fwd)
+                                            check_n_threads(n_threads), lengths, fwd)
     if not keep:
         return h
     ws = RnnWorkspace(h, gates, act, None if lengths is None else lengths.copy(), fwd)
@@ -291,8 +294,9 @@ def rnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
         False skips dL/dx (``dLdx`` is then None), for a first layer whose input needs no
         gradient.
     n_threads : int, optional
-        The threads the call runs on (1 to 256); None: ``OMP_NUM_THREADS`` when set, else every
-        core the process may use, but no more threads than leave each 16 hidden units.
+        The threads the call runs on (1 to 256); None: as many as a step's work gains from
+        (the Threads guide), at most ``OMP_NUM_THREADS`` when set, else the cores the process
+        may use.
 
     Returns
     -------
@@ -337,7 +341,7 @@ def rnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
                         activation=act, seq_len=lengths, forward=fwd)
         saved = workspace.h, workspace.gates
     return RnnGrads(*backend.calls.rnn_backward(dims, x, hI, Wx, Wh, b, act, saved, dLdh, dLdhLast,
-                                                resolve_n_threads(n_threads, dims), lengths, fwd,
+                                                check_n_threads(n_threads), lengths, fwd,
                                                 input_grad))
 
 

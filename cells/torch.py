@@ -25,7 +25,9 @@ where they are, writing their gradients in torch's layout; weight_hr's is copied
 gradient copied back into weight_hr's layout), their
 results become tensors without a copy (torch.from_numpy), and every call runs on the threads
 cells chooses for its size (n_threads=None), at most torch.get_num_threads(): torch's count is
-a ceiling, not a demand that a call too small to gain from a second thread would pay for. CUDA
+a ceiling, not a demand that a call too small to gain from a second thread would pay for. The
+time loops run on OpenMP's pool, which torch's own operators run on, so that the two take turns
+on one pool (cells._threads.on_openmp_pool). CUDA
 tensors run on cells' GPU backend (CuPy, cells[gpu]) as
 CuPy arrays sharing their memory through DLPack, both ways, with CuPy's device and stream set to
 the tensor's device and torch's current stream on it: cells' kernels and cuBLAS calls queue
@@ -99,7 +101,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 import cells
 from cells import _backend, _families, _torch_recompute, cuda
 from cells._prepared import PreparedNet
-from cells._threads import resolve_n_threads
+from cells._threads import on_openmp_pool, time_loop_threads
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell", "LLTM", "convert"]
 
@@ -172,11 +174,14 @@ def _tensor(a):
     return torch.from_dlpack(a) if _backend.on_gpu(a) else torch.from_numpy(a)
 
 
-def _n_threads(x, nOut):
-    """The threads of a time loop call on x [sL, bS, nIn] with nOut units: those cells chooses
-    for it (n_threads=None), at most torch.get_num_threads(). torch's count is a ceiling, as
-    for its own operators: a call too small to gain from a second thread runs on one."""
-    return min(resolve_n_threads(None, (*x.shape, nOut)), torch.get_num_threads())
+def _n_threads(declared, x, nOut):
+    """The threads of a time loop call of family `declared` on x [sL, bS, nIn] with nOut units:
+    those cells chooses for it (cells._threads.time_loop_threads), at most
+    torch.get_num_threads(). torch's count is a ceiling, as for its own operators: a call too
+    small to gain from a second thread runs on one."""
+    _, bS, nIn = x.shape
+    return time_loop_threads(bS, nOut, declared.gates, declared.product_inputs(nIn, nOut),
+                             torch.get_num_threads)
 
 
 def _consumable(name, t):
@@ -351,7 +356,7 @@ class _Operator:
         extras = {n: _array(n, named[n]) for n in self.op.extra_params}
         return dict(self.op.options, **extras, **{n: named[n] for n in self.options},
                     seq_len=_lengths(named["seq_len"]), forward=named["forward"],
-                    n_threads=_n_threads(x, units))
+                    n_threads=_n_threads(self.declared, x, units))
 
     def _skipped(self, name, named):
         """Whether workspace array `name` is not kept for this call (an absent extra array)."""
@@ -366,7 +371,8 @@ class _Operator:
         arrays = [_array(n, named[n]) for n in self.arguments]
         keep = named["keep_workspace"]
         time_loop = getattr(cells, self.declared.time_loop)   # looked up per call: patchable
-        result = time_loop(*arrays, return_workspace=keep, **self._call(named))
+        with on_openmp_pool():
+            result = time_loop(*arrays, return_workspace=keep, **self._call(named))
         result = result if isinstance(result, tuple) else (result,)
         if not keep:
             return (*map(_tensor, result), *(_no_workspace(x) for _ in self.kept))
@@ -412,9 +418,10 @@ class _Operator:
                                        **self.op.workspace_fields(named))
         dLdh, *others = (_array(g, named[g]) for g in self.grads)
         time_loop_bp = getattr(cells, self.declared.time_loop_bp)
-        grads = time_loop_bp(*(_array(n, named[n]) for n in self.arguments), dLdh,
-                             **dict(zip(self.grads[1:], others)), workspace=workspace,
-                             input_grad=named["input_grad"], **call)
+        with on_openmp_pool():
+            grads = time_loop_bp(*(_array(n, named[n]) for n in self.arguments), dLdh,
+                                 **dict(zip(self.grads[1:], others)), workspace=workspace,
+                                 input_grad=named["input_grad"], **call)
         dLdx, *declared = _grad_tensors(grads[:len(self.arguments)], x)
         # absent extra arrays have no field (LstmGrads has no dLdWproj)
         extras = [getattr(grads, f"dLd{n}", None) for n in self.op.extra_params]

@@ -105,7 +105,7 @@ def test_n_threads_none_starts_from_it(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(_cpus, "process_cpu_quota", lambda: 1.0)
     assert _threads.max_threads() == 1
-    assert _threads.resolve_n_threads(None, (10, 4, 8, 256)) == 1
+    assert _threads.time_loop_threads(64, 256, 4, 512) == 1
 
 
 def topology(tmp_path, siblings):

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux" or "fork" not in
                                 reason="fork is the start method under test")
 
 rng = np.random.default_rng(21)
-nIn, nOut = 5, 32   # 2 * MIN_UNITS_PER_THREAD: n_threads=None may run on 2 threads
+# Work for two threads by the default's rule (cells._threads.time_loop_threads: 4·3·32·352
+# multiply-adds a step): n_threads=None may run on 2 threads.
+nIn, nOut = 320, 32
 x, hI = rng.normal(size=(6, 4, nIn)), rng.normal(size=(4, nOut))
 Wx, Wh = rng.normal(0, 0.5, (nIn, 3 * nOut)), rng.normal(0, 0.5, (nOut, 3 * nOut))
 b, dLdh = rng.normal(size=3 * nOut), rng.normal(size=(6, 4, nOut))

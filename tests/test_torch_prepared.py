@@ -339,15 +339,16 @@ def test_a_small_inference_call_runs_on_one_thread(monkeypatch, torch_threads):
 
 
 def test_torch_threads_bound_the_time_loops(monkeypatch, torch_threads):
-    """The autograd path: cells' own choice (hidden units per thread), at most torch's."""
+    """The autograd path: cells' own choice (the work of a step), at most torch's."""
     seen = recording(monkeypatch, cells, "gruTimeLoop")
-    x = torch.randn(sL, 1, 64)
+    x = torch.randn(sL, 8, 64)
     torch_threads(2)
     ct.GRU(64, 16)(x)            # 16 units: one thread
-    ct.GRU(64, 64)(x)            # 64 units: up to 4 threads, as many as torch's 2 allow
+    ct.GRU(64, 64)(x)            # 8·3·64·128 multiply-adds a step: 3 threads, torch's 2 allow 2
+    ct.GRU(64, 64)(x[:, :1])     # a row: one thread
     torch_threads(1)
     ct.GRU(64, 64)(x)
-    assert seen == [1, min(2, max_threads()), 1]
+    assert seen == [1, min(2, max_threads()), 1, 1]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,26 +1,28 @@
-/* The threads a time-loop call runs on (host only).
+/* The threads a call runs on (host only).
  *
- * cells_run_parts(nparts, fn, arg) runs fn(arg, me) for me.part = 0 .. nparts-1 at once, a
- * thread each, and returns when all have finished. The parts of a time loop's call claim their
- * work task by task (claims.h), and wait for each other only there; me.spin_ns says how long
- * their waits spin before they sleep.
+ * cells_run_parts(nparts, fn, arg) runs fn(arg, me) for me.part = 0 .. nparts-1, a thread
+ * each, on the threads that join the call in time, and returns once those have finished. The
+ * parts claim their work task by task (claims.h), so a part that never starts holds nothing:
+ * me.nparts is the most parts that may run, not how many do. Their waits spin for me.spin_ns,
+ * yielding the core, before they sleep.
  *
  * Where the threads come from:
- *  - OpenMP's pool, when the extension is built with OpenMP and this process is not a child
- *    made by fork(). PyTorch and other OpenMP libraries in the process share that pool with
- *    cells, so their threads take turns: beside PyTorch's pool, threads of cells' own make a
- *    cells.torch training step slower (each pool's idle threads spin on the cores the other
- *    needs).
- *  - cells' own team of POSIX threads in a forked child (multiprocessing's default start method
- *    on Linux, DataLoader workers, pre-fork servers), and in a build without OpenMP. GCC's
- *    OpenMP runtime keeps the threads of the parent's pool, which fork() did not copy, and a
- *    child that opens a region of more than one thread waits for them forever. The child's
- *    first threaded call starts workers of its own.
- *  - cells' team too for the calls of cells_run_parts_on_team (a prepared net's, whose parts
- *    claim their work: claims.h), whose waits yield the core to a thread queued behind them.
- *    Such a call runs on the workers that join it before its caller has finished part 0, so
- *    a worker descheduled by a busy neighbour process holds up nobody (me.nparts is the most
- *    that may run, not how many do).
+ *  - cells' team of POSIX threads (cells_run_parts). The calling thread runs part 0 and worker
+ *    threads (named cells-team) parts 1 .. nparts-1, in the order they join the call. The call
+ *    closes when its caller has finished part 0, and waits only for the workers that joined
+ *    it: a worker descheduled by a busy neighbour process holds up nobody, and every wait
+ *    yields the core (CELLS_YIELD_NS) to a thread queued behind it.
+ *  - OpenMP's pool (cells_run_parts_with_openmp), when the extension is built with OpenMP and
+ *    this process is not a child made by fork(): for the calls of cells.torch's operators.
+ *    PyTorch's operators run on that pool, whose idle threads spin for milliseconds after each
+ *    region; threads of cells' own beside them take turns with those spinners for the cores,
+ *    so the two libraries' calls take turns on one pool instead. A region waits at its end for
+ *    every thread of the pool's team, descheduled or not.
+ *  In a forked child (multiprocessing's default start method on Linux, DataLoader workers,
+ *  pre-fork servers) and in a build without OpenMP both run on cells' team: GCC's OpenMP
+ *  runtime keeps the threads of the parent's pool, which fork() did not copy, and a child that
+ *  opens a region of more than one thread waits for them forever. The child's first threaded
+ *  call starts workers of its own.
  *
  * fork() waits for the calls in flight: from the moment a fork is asked for, no call starts
  * until the fork is done, and the fork waits until every call in flight has returned and the
@@ -28,18 +30,17 @@
  * its pthread_atfork handlers at import). So the child never holds a lock, a waiter or an
  * allocation of a call of the parent that it cannot finish.
  *
- * cells' team: the calling thread runs part 0 and worker threads (named cells-team) parts
- * 1 .. nparts-1, in the order they join the call. It starts no thread until a call asks for more than one part, then grows to the
- * largest count any call has asked for. One call at a time runs on it: a call that finds it busy
- * (another thread of the process is in a threaded call, or fn itself calls cells_run_parts)
- * runs on its own thread, as part 0 of 1: the same results without the parallelism, and never
- * more threads than the team. A call also runs on fewer parts when the system refuses to start
- * a worker, as an OpenMP region may get fewer threads than it asks for. cells_run_parts returns
- * the number of parts it ran.
+ * The team starts no thread until a call asks for more than one part, then grows to the
+ * largest count any call has asked for. One call at a time runs on it: a call that finds it
+ * busy (another thread of the process is in a threaded call, or fn itself calls
+ * cells_run_parts) runs on its own thread, as part 0 of 1: the same results without the
+ * parallelism, and never more threads than the team. A call also runs on fewer parts when the
+ * system refuses to start a worker, as an OpenMP region may get fewer threads than it asks
+ * for. Both functions return the number of parts that ran.
  *
- * Waiting (for a claimed task, for a call's parts, a worker between calls) spins first, yielding the
- * core at every look after CELLS_YIELD_NS, then sleeps until it is woken (CELLS_SPIN_NS says how
- * long, and why). */
+ * Waiting (for a claimed task, for a call's parts, a worker between calls) spins first,
+ * yielding the core at every look after CELLS_YIELD_NS, then sleeps until it is woken
+ * (CELLS_SPIN_NS says how long, and why). */
 #ifndef CELLS_TEAM_H
 #define CELLS_TEAM_H
 
@@ -189,9 +190,8 @@ static _Thread_local int cells_in_part;
 /* The call in flight on the team, in one word: its number (the high 32 bits), which tells one
  * call from the next, and its seats left (the low bits): how many more workers may join it. A
  * call opens with nparts - 1 seats; a worker joins by taking one (compare-and-swap on the whole
- * word, so a worker that read the word of a call since closed takes nothing). A call whose
- * parts claim their work closes when its caller has finished its own part, by taking the
- * seats left; a call whose parts own fixed shares waits until every seat is taken. */
+ * word, so a worker that read the word of a call since closed takes nothing). The call closes
+ * when its caller has finished its own part, by taking the seats left. */
 #define CELLS_CALL_SEATS 0xffffffffull
 
 static struct {
@@ -285,12 +285,9 @@ static int cells_team_grow(int nparts) {
 }
 
 /* fn on nparts parts of the team (the caller holds `busy`, the workers are started): the
- * caller runs part 0, and nparts - 1 workers join. With `claimed` (the parts claim their work,
- * claims.h) the call closes once part 0 has returned, and waits only for the workers that
- * joined it: one that is descheduled when the call starts holds up nobody. Otherwise every
- * part owns a share and the call waits until all have run. Returns the parts that ran. */
-static int cells_team_run(int nparts, cells_part_fn fn, void *arg, int64_t spin_ns,
-                          int claimed) {
+ * caller runs part 0, and up to nparts - 1 workers join. The call closes once part 0 has
+ * returned and waits only for the workers that joined it. Returns the parts that ran. */
+static int cells_team_run(int nparts, cells_part_fn fn, void *arg, int64_t spin_ns) {
     const unsigned long long seats = (unsigned long long)(nparts - 1);
     cells_team.fn = fn;
     cells_team.arg = arg;
@@ -302,9 +299,8 @@ static int cells_team_run(int nparts, cells_part_fn fn, void *arg, int64_t spin_
     cells_signal_move(&cells_team.start);
     cells_part me = {0, nparts, spin_ns};
     fn(arg, me);
-    unsigned long long joined = seats;
-    if (claimed)
-        joined -= atomic_exchange(&cells_team.call, number) & CELLS_CALL_SEATS;
+    unsigned long long joined = seats - (atomic_exchange(&cells_team.call, number)
+                                         & CELLS_CALL_SEATS);
     cells_signal_wait_for(&cells_team.done, done + (unsigned)joined, spin_ns);
     return 1 + (int)joined;
 }
@@ -440,12 +436,11 @@ static int cells_run_on_openmp(int nparts, cells_part_fn fn, void *arg, int64_t 
 }
 #endif
 
-static int cells_run_on_team(int nparts, cells_part_fn fn, void *arg, int64_t spin_ns,
-                             int claimed) {
+static int cells_run_on_team(int nparts, cells_part_fn fn, void *arg, int64_t spin_ns) {
     if (pthread_mutex_trylock(&cells_team.busy) != 0)
         return cells_run_alone(fn, arg, spin_ns);
     int parts = cells_team_grow(nparts);
-    int ran = parts > 1 ? cells_team_run(parts, fn, arg, spin_ns, claimed) : 0;
+    int ran = parts > 1 ? cells_team_run(parts, fn, arg, spin_ns) : 0;
     pthread_mutex_unlock(&cells_team.busy);
     return ran > 0 ? ran : cells_run_alone(fn, arg, spin_ns);
 }
@@ -461,8 +456,9 @@ static int cells_cores(void) {
     return n > 0 ? (int)n : 1;
 }
 
-/* cells_run_parts on OpenMP's pool where it may (not `claimed`), else on cells' team. */
-static int cells_run(int nparts, cells_part_fn fn, void *arg, int claimed) {
+/* fn on nparts parts: on OpenMP's pool where `openmp` asks for it and the pool is there (not
+ * in a forked child), else on cells' team. */
+static int cells_run(int nparts, cells_part_fn fn, void *arg, int openmp) {
     int nested = cells_in_part;
     if (!nested)
         cells_gate_enter();
@@ -472,11 +468,14 @@ static int cells_run(int nparts, cells_part_fn fn, void *arg, int claimed) {
     if (nparts < 2)
         ran = cells_run_alone(fn, arg, spin_ns);
 #if defined(_OPENMP)
-    else if (!claimed && !cells_team.forked)
+    else if (openmp && !cells_team.forked)
         ran = cells_run_on_openmp(nparts, fn, arg, spin_ns);
 #endif
     else
-        ran = cells_run_on_team(nparts, fn, arg, spin_ns, claimed);
+        ran = cells_run_on_team(nparts, fn, arg, spin_ns);
+#if !defined(_OPENMP)
+    (void)openmp;  /* no pool to run on */
+#endif
     cells_in_part = nested;
     if (!nested)
         cells_gate_leave();
@@ -487,12 +486,7 @@ static int cells_run_parts(int nparts, cells_part_fn fn, void *arg) {
     return cells_run(nparts, fn, arg, 0);
 }
 
-/* cells_run_parts on cells' team, whether or not OpenMP's pool is there: for calls whose
- * parts claim their work (claims.h), which a part that never starts does not hold up, and
- * which then need waits that yield the core (CELLS_YIELD_NS) at both ends of the call too.
- * libgomp's waits at the start and the end of a region spin without yielding: with a busy
- * neighbour process on each core, a 2-thread call then ends on the scheduler's ticks. */
-static int cells_run_parts_on_team(int nparts, cells_part_fn fn, void *arg) {
+static int cells_run_parts_with_openmp(int nparts, cells_part_fn fn, void *arg) {
     return cells_run(nparts, fn, arg, 1);
 }
 

@@ -3,7 +3,7 @@
  *   gcc -O3 -pthread -I include tests/c/test_claims.c -o test_claims && ./test_claims
  *   (tests/test_team.py does this, with OpenMP and without)
  *
- * Calls of 1 to 6 parts (more than the cores), on cells' team (cells_run_parts_on_team), run
+ * Calls of 1 to 6 parts (more than the cores), on cells' team (cells_run_parts), run
  * PHASES phases of TASKS tasks each the way the time loop does: claim (its home's tasks
  * first), run, finish, until the claim says the phase is done. Checked:
  *  - every task of every phase runs exactly once (a counter per task);
@@ -90,7 +90,7 @@ static int run_call(int nparts, int late_part, long phases, int64_t task_ns, int
     c.late_part = late_part;
     expect(cells_claims_init(&c.claims, nparts) == 0, "the claims of a call allocated");
     atomic_store(&call_in_flight, c.number);
-    int ran = cells_run_parts_on_team(nparts, part, &c);
+    int ran = cells_run_parts(nparts, part, &c);
     atomic_store(&call_in_flight, 0);
     cells_claims_destroy(&c.claims);
     for (int g = 0; g < phases; ++g)

@@ -1,4 +1,4 @@
-/* cells' thread team (include/cells/team.h) under stress.
+/* cells' threads (include/cells/team.h) under stress.
  *
  *   gcc -O3 -fno-wrapv -fno-trapping-math -pthread -I include tests/c/test_team.c -o t
  *   ./t                                     (tests/test_team.py does this)
@@ -6,16 +6,18 @@
  * A call's parts run ROUNDS rounds of two phases of claimed tasks (claims.h), as a time loop's
  * parts do: in the first, task k writes its slot of the round; in the second, each task checks
  * every slot. A wait that lets a part into a phase before the one before it is complete shows
- * as a stale slot, and a call that returns before its last part has finished (it finishes
- * 20 µs late) as a missing count. Run on 2, 3, 5 and 8 parts (more than the cores:
- * the sleeping path), with every part run exactly once per call, from two threads at once (on
- * the team, one of them finds it busy and runs alone), and with a call from inside a part
- * (runs alone). Forks: a fork made while another thread's call holds in its parts returns only
- * after that call has returned (the child's copy of memory shows every part finished), and the
- * child runs a call on threads of its own; forks made while two threads keep starting calls
- * each wait for the calls in flight only; a fork from inside a part does not wait for its own
- * call. All of it in this process, then in a child forked after it (which runs on cells' team
- * when built with -fopenmp as well, so that its forks end the team's workers first). It prints
+ * as a stale slot, and a call that returns before a part that joined it has finished (every
+ * part but 0 finishes 20 µs late) as a missing count. Part 0 waits (up to a second) until
+ * every part has joined, so that each call runs on all of its parts. Run on 2, 3, 5 and 8
+ * parts (more than the cores: the sleeping path), from two threads at once (on the team, one
+ * of them finds it busy and runs alone), and with a call from inside a part (runs alone).
+ * Forks: a fork made while another thread's call holds in its parts returns only after that
+ * call has returned (the child's copy of memory shows every part finished), and the child runs
+ * a call on threads of its own; forks made while two threads keep starting calls each wait for
+ * the calls in flight only; a fork from inside a part does not wait for its own call. All of
+ * it through both entries (cells_run_parts, on cells' team, and cells_run_parts_with_openmp,
+ * on OpenMP's pool when built with -fopenmp) in this process, then in a child forked after it
+ * (where both run on cells' team, so that its forks end the team's workers first). It prints
  * each check and "N failures".
  */
 #include <stdio.h>
@@ -46,12 +48,25 @@ typedef struct {
     atomic_int finished[CELLS_MAX_THREADS];  /* and finished */
     atomic_int stale;               /* slots seen out of step */
     atomic_int nparts_seen;         /* the nparts every part saw (or -1 on a mismatch) */
+    atomic_int started;             /* the parts that started this call */
     int rounds;
 } Rounds;
+
+/* The entry under test: cells_run_parts or cells_run_parts_with_openmp. */
+static int (*run_parts)(int, cells_part_fn, void *);
+
+/* A wait of at most `ns` for count to reach `target`. */
+static void wait_for_count(atomic_int *count, int target, int64_t ns) {
+    for (int64_t end = cells_now_ns() + ns; atomic_load(count) < target && cells_now_ns() < end;)
+        cells_pause();
+}
 
 static void rounds(void *arg, cells_part me) {
     Rounds *r = arg;
     atomic_fetch_add(&r->runs[me.part], 1);
+    atomic_fetch_add(&r->started, 1);
+    if (me.part == 0)
+        wait_for_count(&r->started, me.nparts, 1000000000);
     int expected = 0;
     if (!atomic_compare_exchange_strong(&r->nparts_seen, &expected, me.nparts)
         && expected != me.nparts)
@@ -70,7 +85,7 @@ static void rounds(void *arg, cells_part me) {
             cells_claim_finished(&r->claims, me);
         }
     }
-    if (me.part == me.nparts - 1) {  /* the last part finishes late: the call must wait for it */
+    if (me.part > 0) {  /* a worker finishes late: the call must wait for it */
         int64_t until = cells_now_ns() + 20000;
         while (cells_now_ns() < until)
             cells_pause();
@@ -85,7 +100,8 @@ static int call_rounds(int nparts, Rounds *r) {
         check("the claims of a call allocated", 0);
         return 0;
     }
-    int ran = cells_run_parts(nparts, rounds, r);
+    atomic_store(&r->started, 0);
+    int ran = run_parts(nparts, rounds, r);
     cells_claims_destroy(&r->claims);
     return ran;
 }
@@ -168,7 +184,7 @@ static void held(void *arg, cells_part me) {
 }
 
 static void *call_held(void *arg) {
-    cells_run_parts(2, held, arg);
+    run_parts(2, held, arg);
     return NULL;
 }
 
@@ -292,7 +308,7 @@ static void run_checks(const char *prefix) {
     printf("  (calls that ran alone: %d of %d)\n", a.alone + b.alone, 2 * CALLER_CALLS);
 
     int inner_ran = 0;
-    cells_run_parts(2, nested, &inner_ran);
+    run_parts(2, nested, &inner_ran);
     snprintf(what, sizeof what, "%s: a call from inside a part runs alone", prefix);
     check(what, inner_ran == 1);
 
@@ -301,18 +317,29 @@ static void run_checks(const char *prefix) {
     snprintf(what, sizeof what, "%s: forks while two threads keep calling", prefix);
     check(what, forks_are_not_held_back_by_new_calls());
     int forked_inside = 0;
-    cells_run_parts(2, fork_inside, &forked_inside);
+    run_parts(2, fork_inside, &forked_inside);
     snprintf(what, sizeof what, "%s: a fork from inside a part", prefix);
     check(what, forked_inside);
 }
 
+/* Every check through each entry; process names the process. */
+static void run_entries(const char *process) {
+    char prefix[60];
+    run_parts = cells_run_parts;
+    snprintf(prefix, sizeof prefix, "%s, team", process);
+    run_checks(prefix);
+    run_parts = cells_run_parts_with_openmp;
+    snprintf(prefix, sizeof prefix, "%s, with OpenMP", process);
+    run_checks(prefix);
+}
+
 int main(void) {
     cells_team_register_fork_handler();
-    run_checks("parent");
+    run_entries("parent");
     fflush(stdout);
     pid_t child = fork();
     if (child == 0) {  /* after threaded calls: OpenMP's pool is gone, cells' team takes over */
-        run_checks("forked child");
+        run_entries("forked child");
         fflush(stdout);
         _exit(failures != 0);
     }
