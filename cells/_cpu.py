@@ -73,10 +73,17 @@ def _loop_order(a, transposed):
     return a.T if transposed and a is not None else a
 
 
-def _weight_gradient(shape, dtype, transposed):
-    """A new array for a weight's gradient [K, G]: F-ordered where the weights are read
-    transposed (the loop then writes its C-ordered transpose)."""
-    return np.empty(shape[::-1], dtype).T if transposed else np.empty(shape, dtype)
+def _weight_gradient(allocate, shape, dtype, transposed):
+    """A new array (from `allocate`: _allocator's) for a weight's gradient [K, G]: F-ordered
+    where the weights are read transposed (the loop then writes its C-ordered transpose)."""
+    return allocate(shape[::-1], dtype).T if transposed else allocate(shape, dtype)
+
+
+def _allocator(n_threads):
+    """How a call on n_threads allocates the arrays its loop writes: on more than one thread,
+    starting on a cache line (_time_loop.line_aligned_empty), so that the threads' blocks of the
+    units share no line; on one, np.empty, as no other thread writes beside it."""
+    return _time_loop.line_aligned_empty if n_threads > 1 else np.empty
 
 
 def _threads(fam, dims, nState):
@@ -109,14 +116,15 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     nState = nOut if Wproj is None else Wproj.shape[1]
     if n_threads is None:
         n_threads = _threads(fam, dims, nState)
+    allocate = _allocator(n_threads)
     transposed, Wx, Wh = _weights_as_read(Wx, Wh)
-    gates = np.empty((steps, bS, G), dtype)
-    c = np.empty((sL, bS, nOut), dtype) if (keep or c_steps) and cell_state else None
-    aux = np.empty(((steps if aux_kept else 1), bS, has_aux * nOut), dtype) if has_aux else None
-    m = np.empty((sL, bS, nOut), dtype) if keep and Wproj is not None else None
-    h = np.empty((sL, bS, nState), dtype)
-    hL = np.empty((bS, nState), dtype)
-    cL = np.empty((bS, nOut), dtype) if cell_state else None
+    gates = allocate((steps, bS, G), dtype)
+    c = allocate((sL, bS, nOut), dtype) if (keep or c_steps) and cell_state else None
+    aux = allocate(((steps if aux_kept else 1), bS, has_aux * nOut), dtype) if has_aux else None
+    m = allocate((sL, bS, nOut), dtype) if keep and Wproj is not None else None
+    h = allocate((sL, bS, nState), dtype)
+    hL = allocate((bS, nState), dtype)
+    cL = allocate((bS, nOut), dtype) if cell_state else None
     _time_loop.forward(
         family, sL, bS, nIn, nOut, seq_len=seq_len, forward=fwd, keep=keep,
         n_threads=n_threads, x=_c_order(x), hI=_c_order(hI), cI=_c_order(cI),
@@ -125,12 +133,12 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
         lstm_acts=lstm_acts, zoneout=_c_order(zoneout), openmp=openmp_pool(),
         # Training: every step's gates overwrite their own input projection; inference
         # projects a chunk of steps at a time into one chunk's gx.
-        gx=gates if keep else np.empty((_time_loop.projection_chunk_steps(
+        gx=gates if keep else allocate((_time_loop.projection_chunk_steps(
             sL, bS, G, dtype.itemsize, not fwd and seq_len is not None), bS, G), dtype),
-        gh=np.empty((bS, G), dtype) if z is None else z,
-        hs=np.empty((2, bS, nState), dtype),
-        cs=np.empty((2, bS, nOut), dtype) if cell_state else None,
-        ms=np.empty((bS, nOut), dtype) if Wproj is not None else None,
+        gh=allocate((bS, G), dtype) if z is None else z,
+        hs=allocate((2, bS, nState), dtype),
+        cs=allocate((2, bS, nOut), dtype) if cell_state else None,
+        ms=allocate((bS, nOut), dtype) if Wproj is not None else None,
         gates=gates, c=c, aux=aux, m=m, h=h, hL=hL, cL=cL)
     if not keep:
         return h, hL, cL, None, c, None, None
@@ -156,21 +164,22 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     projected = Wproj is not None
     if n_threads is None:
         n_threads = _threads(fam, dims, nState)
+    allocate = _allocator(n_threads)
     h, gates, c, aux, m = saved
     transposed, Wx, Wh = _weights_as_read(Wx, Wh)
     gates = _c_order(gates)   # a copy only for a cell's gates put together by its face
     if has_aux and not aux_kept:
-        aux = np.empty((sL, bS, has_aux * nOut), dtype)
-    dLdx = np.empty((sL, bS, nIn), dtype) if input_grad else None
-    dLdhI = np.empty((bS, nState), dtype)
-    dLdcI = np.empty((bS, nOut), dtype) if cell_state else None
-    dLdb = np.empty(G, dtype) if bias else None
-    dLdP = None if P is None else np.empty(P.shape, dtype)
-    dLdW = None if W is None else np.empty((G, nOut + nIn), dtype)
-    dLdWx = None if W is not None else _weight_gradient((nIn, G), dtype, transposed)
+        aux = allocate((sL, bS, has_aux * nOut), dtype)
+    dLdx = allocate((sL, bS, nIn), dtype) if input_grad else None
+    dLdhI = allocate((bS, nState), dtype)
+    dLdcI = allocate((bS, nOut), dtype) if cell_state else None
+    dLdb = allocate(G, dtype) if bias else None
+    dLdP = None if P is None else allocate(P.shape, dtype)
+    dLdW = None if W is None else allocate((G, nOut + nIn), dtype)
+    dLdWx = None if W is not None else _weight_gradient(allocate, (nIn, G), dtype, transposed)
     dLdWh = (None if W is not None or not fam.recurrent_product
-             else _weight_gradient((nState, G), dtype, transposed))
-    dLdWproj = np.empty((nOut, nState), dtype) if projected else None
+             else _weight_gradient(allocate, (nState, G), dtype, transposed))
+    dLdWproj = allocate((nOut, nState), dtype) if projected else None
     calls_blas = _time_loop.backward_calls_blas(nIn, nState, G, dtype.itemsize)
     with sequential_blas() if calls_blas else contextlib.nullcontext():
         _time_loop.backward(
@@ -180,16 +189,16 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             clip=clip, activation=activation, lstm_acts=lstm_acts, h=_c_order(h),
             c=_c_order(c), gates=gates, aux=aux, m=_c_order(m), dLdh=_c_order(dLdh),
             dLdhL=_c_order(dLdhL), dLdcL=_c_order(dLdcL), dLdgates=_c_order(dLdgates),
-            dLdc=_c_order(dLdc), zoneout=_c_order(zoneout), d=np.empty((2, bS, G), dtype),
-            dzone=np.empty((bS, nOut), dtype) if zoneout is not None else None,
-            daux=np.empty((bS, nOut), dtype) if fam.phases == 2 else None,
-            ms=np.empty((bS, nOut), dtype) if projected else None,
-            dh_step=np.empty((bS, nState), dtype) if projected else None,
-            dh_steps=np.empty((sL, bS, nState), dtype) if projected else None,
+            dLdc=_c_order(dLdc), zoneout=_c_order(zoneout), d=allocate((2, bS, G), dtype),
+            dzone=allocate((bS, nOut), dtype) if zoneout is not None else None,
+            daux=allocate((bS, nOut), dtype) if fam.phases == 2 else None,
+            ms=allocate((bS, nOut), dtype) if projected else None,
+            dh_step=allocate((bS, nState), dtype) if projected else None,
+            dh_steps=allocate((sL, bS, nState), dtype) if projected else None,
             dLdx=dLdx, dLdhI=dLdhI, dLdcI=dLdcI, dLdWx=_loop_order(dLdWx, transposed),
             dLdWh=_loop_order(dLdWh, transposed), dLdW=dLdW, dLdb=dLdb, dLdP=dLdP,
             dLdWproj=dLdWproj, openmp=openmp_pool(),
-            part_sums=np.empty((n_threads, (n_gates + fam.param_blocks) * nOut), dtype))
+            part_sums=allocate((n_threads, (n_gates + fam.param_blocks) * nOut), dtype))
     check.consume_workspace(gates, aux if aux_kept else None)
     if W is not None:
         dLdWx, dLdWh = dLdW, None

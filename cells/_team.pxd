@@ -40,7 +40,7 @@ cdef struct Units:
 
 cdef inline Units part_units(cells_part me, Py_ssize_t nOut, Py_ssize_t align) noexcept nogil:
     """The block of the nOut hidden units that part `me` owns: nearly equal blocks starting at
-    multiples of `align` (8 keeps every part's rows vector-aligned; a prepared net's parts take
+    multiples of `align` (a time loop's: a cache line's elements; a prepared net's parts take
     whole panels of its packed weights)."""
     cdef Units mine
     mine.j0 = part_start(nOut, me.part, me.nparts, align)

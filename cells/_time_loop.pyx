@@ -102,10 +102,26 @@ cnp.import_array()
 # (include/cells/family_rows.h declares them).
 FAMILIES = {cells_family_names[i].decode(): i for i in range(CELLS_FAMILIES)}
 
-# A part's block of the units starts at a multiple of UNIT_ALIGN (part_units); a prepared
-# net's at a multiple of the panel width (whole panels of its packed weights).
-cdef enum:
-    UNIT_ALIGN = 8
+# A part's block of the units starts at a multiple of a cache line's elements (part_units):
+# on arrays that start on a cache line (cells/_cpu.py allocates them so), no two parts write
+# one line of a row, and every part's row starts vector-aligned. A prepared net's blocks start
+# at a multiple of the panel width (whole panels of its packed weights).
+CACHE_LINE = 64
+
+def line_aligned_empty(shape, dtype):
+    """A new uninitialised C-ordered array of `shape` (a tuple, or an int) and `dtype` whose data
+    starts on a cache line (NumPy's start on 16 bytes): a view of a uint8 buffer CACHE_LINE
+    bytes longer. A call's threads write their blocks of the units (whole lines) side by side
+    in such arrays without sharing a line."""
+    shape = (shape,) if isinstance(shape, int) else shape
+    dtype = np.dtype(dtype)
+    cdef Py_ssize_t nbytes = dtype.itemsize, extent
+    for extent in shape:
+        nbytes *= extent
+    cdef cnp.ndarray buffer = np.empty(nbytes + CACHE_LINE, np.uint8)
+    cdef Py_ssize_t start = (-<size_t>cnp.PyArray_DATA(buffer)) % CACHE_LINE
+    return np.ndarray(shape, dtype, buffer, start)
+
 
 # The most threads a call can run on (include/cells/team.h).
 MAX_THREADS = CELLS_MAX_THREADS
@@ -1295,7 +1311,8 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
         (L.options.cell_act.code, L.options.cell_act.alpha, L.options.cell_act.beta), \
         (L.options.out_act.code, L.options.out_act.alpha, L.options.out_act.beta) = lstm_acts
     set_seq_len(L, seq_len)
-    L.unit_align, L.prepared, L.claims, L.tasks, L.shares = UNIT_ALIGN, NULL, NULL, 0, NULL
+    L.unit_align = CACHE_LINE // dtype.itemsize
+    L.prepared, L.claims, L.tasks, L.shares = NULL, NULL, 0, NULL
     L.row_steps = False
     L.row_scratch, L.x_rows.data = NULL, NULL
     L.zone, L.zone_per_step, L.dLdc, L.dzone = NULL, False, NULL, NULL

@@ -120,3 +120,46 @@ def test_numpy_calls_run_on_the_team_and_torch_operators_on_openmp(monkeypatch):
     out.sum().backward()
     assert seen == [("forward", True), ("backward", True)]
     assert not _threads.openmp_pool()
+
+
+WRITTEN = {
+    "forward": ("gx", "gh", "hs", "cs", "gates", "c", "aux", "m", "ms", "h", "hL", "cL"),
+    "backward": ("d", "daux", "dzone", "ms", "dh_step", "dh_steps", "aux", "dLdx", "dLdhI",
+                 "dLdcI", "dLdWx", "dLdWh", "dLdW", "dLdb", "dLdP", "part_sums", "dLdWproj"),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_array_the_loop_writes_starts_on_a_cache_line(monkeypatch, dtype):
+    """The CPU backend's buffers start on a cache line, so that the threads' blocks of whole
+    lines (unit_align) share none: every array the loop writes, forward and backward, of an
+    LSTM with a projection (the most buffers)."""
+    starts = {}
+    for name in WRITTEN:
+        run = getattr(_time_loop, name)
+
+        def record(*a, run=run, name=name, **k):
+            starts.update({(name, n): k[n].ctypes.data % _time_loop.CACHE_LINE
+                           for n in WRITTEN[name] if k.get(n) is not None})
+            return run(*a, **k)
+        monkeypatch.setattr(_time_loop, name, record)
+    rng = np.random.default_rng(5)
+    sL, bS, nIn, nOut, nProj = 3, 5, 7, 9, 6
+    x = rng.normal(size=(sL, bS, nIn)).astype(dtype)
+    Wx = rng.normal(size=(nIn, 4 * nOut)).astype(dtype)
+    Wh = rng.normal(size=(nProj, 4 * nOut)).astype(dtype)
+    b = rng.normal(size=4 * nOut).astype(dtype)
+    Wproj = rng.normal(size=(nOut, nProj)).astype(dtype)
+    hI, cI = rng.normal(size=(bS, nProj)).astype(dtype), rng.normal(size=(bS, nOut)).astype(dtype)
+    *_, workspace = cells.lstmLayerTimeLoop(x, Wx, Wh, b, hI, cI, Wproj=Wproj, n_threads=2,
+                                            return_workspace=True)
+    cells.lstmLayerTimeLoopBp(x, Wx, Wh, b, hI, cI, np.ones((sL, bS, nProj), dtype),
+                              Wproj=Wproj, workspace=workspace, n_threads=2)
+    assert len(starts) >= 15
+    assert {k: v for k, v in starts.items() if v} == {}
+
+
+def test_a_cache_line_aligned_array_of_no_elements():
+    a = _time_loop.line_aligned_empty((0, 3), np.float32)
+    assert a.shape == (0, 3) and a.dtype == np.float32
+    assert _time_loop.line_aligned_empty(4, np.float64).shape == (4,)
