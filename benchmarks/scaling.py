@@ -71,10 +71,9 @@ def variant_of(family):
             else family.default_variant())
 
 
-def contenders(family, inp, training, counts):
+def contenders(family, inp, training, variant, counts):
     """cells at each count and at None, torch and ONNX Runtime at each count (those installed),
     each named "<name> <count>"."""
-    variant = variant_of(family)
     out = [dataclasses.replace(harness.cells_contender(family, inp, training, variant, None),
                                name="cells None")]
     for n in counts:
@@ -89,11 +88,12 @@ def contenders(family, inp, training, counts):
 def run_case(family, shape, training, counts, peaks, repeats):
     """Time one case and print its rows."""
     inp = harness.make_inputs(family, shape, np.float32)
-    samples, _ = harness.time_alternating(contenders(family, inp, training, counts), repeats)
+    variant = variant_of(family)
+    samples, _ = harness.time_alternating(contenders(family, inp, training, variant, counts),
+                                          repeats)
     ms = {name: 1e3 * float(np.median(s)) for name, s in samples.items()}
     flops = family.gemm_flops(shape, training)
     task = "training step" if training else "inference"
-    variant = variant_of(family)
     print(f"\n{family.name}{f' {variant}' if variant != '-' else ''} {task} {shape}")
     print(f"{'threads':>7s} {'cells':>9s} {'torch':>9s} {'onnxrt':>9s} {'GF/s':>7s} "
           f"{'% peak':>6s} {'torch/cells':>11s}")

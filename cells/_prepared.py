@@ -389,8 +389,3 @@ def weights_option(weights):
     return weights
 
 
-def threads_option(n_threads):
-    """prepare's n_threads: None, or a thread count checked as every function checks it."""
-    return check_n_threads(n_threads)
-
-

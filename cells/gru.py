@@ -22,7 +22,7 @@ import numpy as np
 
 from cells import _validate as check
 from cells._params import gru_family, split_gru_bias
-from cells._prepared import GruState, PreparedNet, prepare_net, threads_option, weights_option
+from cells._prepared import GruState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 from cells.convert import gru_from_block
 
@@ -599,7 +599,7 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, linear_before_rese
     ((1, 2), (1, 2))
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
-    options = {"linear_before_reset": lbr, "n_threads": threads_option(n_threads),
+    options = {"linear_before_reset": lbr, "n_threads": check_n_threads(n_threads),
                "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, Wh=Wh, b=b)
     check.ndim("Wx", Wx, 2, "[nIn, 3*nOut]")

@@ -20,7 +20,7 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 
 from cells import _validate as check
-from cells._prepared import PreparedNet, RnnState, prepare_net, threads_option, weights_option
+from cells._prepared import PreparedNet, RnnState, prepare_net, weights_option
 from cells._threads import check_n_threads
 
 
@@ -233,7 +233,7 @@ def prepare(Wx: np.ndarray, u: np.ndarray, b: np.ndarray, *, zoneout: Optional[f
     ((5, 1, 2), (1, 2))
     """
     zoneout = check.zoneout_probability(zoneout)
-    options = {"zoneout": zoneout, "n_threads": threads_option(n_threads),
+    options = {"zoneout": zoneout, "n_threads": check_n_threads(n_threads),
                "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, u=u, b=b)
     check.ndim("Wx", Wx, 2, "[nIn, nOut]")

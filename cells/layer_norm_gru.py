@@ -29,7 +29,7 @@ import numpy as np
 
 from cells import _backend
 from cells import _validate as check
-from cells._prepared import GruState, PreparedNet, prepare_net, threads_option, weights_option
+from cells._prepared import GruState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 
 GATES = 3
@@ -264,7 +264,7 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, bh: np.ndarray, gamma
     ((5, 1, 2), (1, 2))
     """
     zoneout = check.zoneout_probability(zoneout)
-    options = {"zoneout": zoneout, "n_threads": threads_option(n_threads),
+    options = {"zoneout": zoneout, "n_threads": check_n_threads(n_threads),
                "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, Wh=Wh, b=b, bh=bh, gamma=gamma)
     check.ndim("Wh", Wh, 2, "[nOut, 3*nOut]")

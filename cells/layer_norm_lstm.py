@@ -28,7 +28,7 @@ import numpy as np
 
 from cells import _backend
 from cells import _validate as check
-from cells._prepared import LstmState, PreparedNet, prepare_net, threads_option, weights_option
+from cells._prepared import LstmState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 
 GATES = 4
@@ -302,7 +302,7 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, gamma: np.ndarray,
     ((5, 1, 2), (1, 2))
     """
     zoneout = check.zoneout_probability(zoneout)
-    options = {"zoneout": zoneout, "n_threads": threads_option(n_threads),
+    options = {"zoneout": zoneout, "n_threads": check_n_threads(n_threads),
                "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, Wh=Wh, b=b, gamma=gamma, gamma_h=gamma_h, beta_h=beta_h)
     check.ndim("Wh", Wh, 2, "[nOut, 4*nOut]")

@@ -21,7 +21,7 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 
 from cells import _validate as check
-from cells._prepared import LltmState, PreparedNet, prepare_net, threads_option, weights_option
+from cells._prepared import LltmState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 
 
@@ -485,7 +485,7 @@ def prepare(W: np.ndarray, b: np.ndarray, *, n_threads: Optional[int] = None,
     >>> h.shape, state.c.shape
     ((1, 2), (1, 2))
     """
-    options = {"n_threads": threads_option(n_threads), "weights": weights_option(weights)}
+    options = {"n_threads": check_n_threads(n_threads), "weights": weights_option(weights)}
     check.numpy_weights(W=W, b=b)
     check.ndim("W", W, 2, "[3S, S+nIn]")
     S, nIn = W.shape[0] // 3, W.shape[1] - W.shape[0] // 3

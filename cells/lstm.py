@@ -49,7 +49,7 @@ import numpy as np
 
 from cells import _validate as check
 from cells._params import kernel_clip
-from cells._prepared import LstmState, PreparedNet, prepare_net, threads_option, weights_option
+from cells._prepared import LstmState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 from cells._time_loop import LSTM_ACTIVATIONS
 
@@ -591,7 +591,7 @@ def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
     options = {"cell_clip": clip, "gate_act": acts[0][0], "gate_alpha": acts[0][1],
                "gate_beta": acts[0][2], "cell_act": acts[1][0], "cell_alpha": acts[1][1],
                "cell_beta": acts[1][2], "out_act": acts[2][0], "out_alpha": acts[2][1],
-               "out_beta": acts[2][2], "n_threads": threads_option(n_threads),
+               "out_beta": acts[2][2], "n_threads": check_n_threads(n_threads),
                "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, Wr=Wr, **{name: a for name, a in
                                          (("b", b), ("Wp", Wp), ("Wproj", Wproj))
@@ -617,7 +617,7 @@ def _prepare_quantized(qx: np.ndarray, sx: np.ndarray, qr: np.ndarray, sr: np.nd
     options = {"cell_clip": 0.0, "gate_act": acts[0][0], "gate_alpha": acts[0][1],
                "gate_beta": acts[0][2], "cell_act": acts[1][0], "cell_alpha": acts[1][1],
                "cell_beta": acts[1][2], "out_act": acts[2][0], "out_alpha": acts[2][1],
-               "out_beta": acts[2][2], "n_threads": threads_option(n_threads),
+               "out_beta": acts[2][2], "n_threads": check_n_threads(n_threads),
                "weights": "int8"}
     nIn, G = qx.shape
     return prepare_net("lstm", LstmState, options, "lstm", nIn, G // 4, np.dtype(np.float32),

@@ -19,7 +19,7 @@ import numpy as np
 
 from cells import _validate as check
 from cells._params import RNN_ACTIVATIONS, rnn_bias
-from cells._prepared import PreparedNet, RnnState, prepare_net, threads_option, weights_option
+from cells._prepared import PreparedNet, RnnState, prepare_net, weights_option
 from cells._threads import check_n_threads
 
 ACTIVATIONS = ("tanh", "relu")
@@ -395,7 +395,7 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, activation: str = 
     ((5, 1, 2), (1, 2))
     """
     act = _activation(activation)
-    options = {"activation": act, "n_threads": threads_option(n_threads),
+    options = {"activation": act, "n_threads": check_n_threads(n_threads),
                "weights": weights_option(weights)}
     check.numpy_weights(Wx=Wx, Wh=Wh, b=b)
     check.ndim("Wx", Wx, 2, "[nIn, nOut]")
