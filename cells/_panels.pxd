@@ -3,12 +3,14 @@
 # At every step a time loop multiplies the state (a few rows) by the same weight columns. A BLAS
 # gemm re-packs those weights on every call and is slow for few rows (sgemm [1,128]x[128,384]
 # ran at 2 GF/s); include/cells/panel.h multiplies a copy packed once, at the start of the call.
-# Each thread packs its own columns (its gate blocks' units) into memory of its own. A call of
+# Each thread packs its own columns (its gate blocks' units) into memory of its own, the gate
+# blocks side by side where its share is narrower than a panel (pack_side_by_side). A call of
 # one step (a cell) multiplies each weight once: it reads them in place (weights_in_place), as
 # packing them would take longer than that product; so does a call whose copy could not be
 # allocated. No product here calls BLAS.
 from libc.stdint cimport int8_t, int32_t, uint8_t, uint16_t
 from libc.stdlib cimport free
+from libc.string cimport memcpy, memset
 
 from cells._blas cimport OVERWRITE, real
 
@@ -127,6 +129,11 @@ cdef struct PackedWeights:
     float *s_w          # [blocks, n0] each column's scale, block k's from k·n0 (a view's
     int32_t *colsum     # [blocks, n0] columns from its first), and the sum of its int8 weights
     Py_ssize_t n0       # the columns packed (n of the whole, before any view)
+    Py_ssize_t split    # side by side (pack_side_by_side): blocks [0, split) are the columns
+                        # of one packed matrix, block k's n from column k·n, and blocks
+                        # [split, blocks) those of a second, `length` elements after it; 0:
+                        # every block packed on panels of its own
+    void *out           # side by side: room for PROJECT_ROWS rows of a product (multiply)
 
 
 # Rows of A converted for a product on int8 or bfloat16 panels (lowp.h): data [M, ld] of
@@ -168,6 +175,7 @@ cdef inline PackedWeights weights_in_place(const real *B, Py_ssize_t step, Py_ss
     w.B, w.step, w.ldb, w.K, w.n, w.blocks, w.transB = B, step, ldb, K, n, blocks, transB
     w.P, w.length, w.fixed_order = NULL, 0, False
     w.kind, w.s_w, w.colsum, w.n0 = NATIVE_PANELS, NULL, NULL, n
+    w.split, w.out = 0, NULL
     return w
 
 
@@ -253,6 +261,75 @@ cdef inline PackedWeights pack_weights(const real *B, Py_ssize_t step, Py_ssize_
     return w
 
 
+cdef inline Py_ssize_t panel_width(const real *tag) noexcept nogil:
+    """A panel's columns in the dtype of `tag`."""
+    return CELLS_PANEL_WIDTH_F if real is float else CELLS_PANEL_WIDTH_D
+
+
+cdef inline bint packs_side_by_side(Py_ssize_t width, Py_ssize_t blocks, Py_ssize_t split,
+                                    Py_ssize_t n) noexcept nogil:
+    """Whether a thread's `blocks` gate blocks of n columns are packed side by side, in the
+    groups [0, split) and [split, blocks) (pack_side_by_side): where the kernels' tiles span a
+    whole panel (AVX-512's; AVX2's and the baseline's span one vector of it) and side by side
+    the blocks take fewer panels of `width` columns than each on panels of its own. A share
+    narrower than a panel then runs on whole tiles: 16 units of an LSTM's four gates fill one
+    panel side by side, and a quarter of each of four panels apart."""
+    return (cells_isa() == CELLS_ISA_AVX512
+            and ((split * n + width - 1) // width
+                 + ((blocks - split) * n + width - 1) // width
+                 < blocks * ((n + width - 1) // width)))
+
+
+cdef inline void _place_columns(Py_ssize_t K, Py_ssize_t n, const real *src, real *dst,
+                                Py_ssize_t c0) noexcept nogil:
+    """The n columns of src, packed [K, n], as the columns [c0, c0 + n) of dst, packed: in runs
+    that cross no panel's edge in either."""
+    cdef Py_ssize_t width = panel_width(src), j = 0, c, run, k
+    cdef const real *s
+    cdef real *d
+    while j < n:
+        c = c0 + j
+        run = min(width - c % width, width - j % width, n - j)
+        s = src + (j // width) * K * width + j % width
+        d = dst + (c // width) * K * width + c % width
+        for k in range(K):
+            memcpy(d + k * width, s + k * width, run * sizeof(real))
+        j += run
+
+
+cdef inline PackedWeights pack_side_by_side(const real *B, Py_ssize_t step, Py_ssize_t blocks,
+                                            Py_ssize_t split, Py_ssize_t K, Py_ssize_t n,
+                                            Py_ssize_t ldb, bint transB) noexcept nogil:
+    """The blocks op(B + k·step) [K, n] of a weight matrix packed side by side: blocks
+    [0, split) as the columns of one packed matrix [K, split·n], block k's from column k·n,
+    blocks [split, blocks) as a second after it (a two-phase family's blocks that multiply
+    aux), with room for PROJECT_ROWS rows of a product (multiply writes those there, then
+    moves each block's columns to its place), in one allocation of this thread (free it with
+    free_packed()). Out of memory, P stays NULL: the weights are then read in place."""
+    cdef PackedWeights w = weights_in_place(B, step, blocks, K, n, ldb, transB)
+    cdef size_t first = _panel_len(B, K, split * n)
+    cdef size_t panels = first + _panel_len(B, K, (blocks - split) * n)
+    cdef size_t room = max(_panel_len(B, K, n), <size_t>(PROJECT_ROWS * blocks * n))
+    cdef Py_ssize_t k
+    cdef real *block
+    if panels == 0 or posix_memalign(&w.P, 64, (panels + room) * sizeof(real)) != 0:
+        w.P = NULL
+        return w
+    memset(w.P, 0, panels * sizeof(real))  # the last panel's columns past the matrix's
+    w.length, w.split, w.out = first, split, <real *>w.P + panels
+    block = <real *>w.out  # each block packed on its own first, in the room
+    for k in range(blocks):
+        if real is float:
+            cells_pack_panels_f(K, n, B + k * step, ldb, transB, block)
+        else:
+            cells_pack_panels_d(K, n, B + k * step, ldb, transB, block)
+        if k < split:
+            _place_columns(K, n, block, <real *>w.P, k * n)
+        else:
+            _place_columns(K, n, block, <real *>w.P + first, (k - split) * n)
+    return w
+
+
 cdef inline void gemm_packed(Py_ssize_t M, const real *A, Py_ssize_t lda, PackedWeights w,
                              Py_ssize_t k, real beta, real *C, Py_ssize_t ldc,
                              const real *bias=NULL) noexcept nogil:
@@ -303,6 +380,38 @@ cdef inline void multiply_rows(Py_ssize_t M, Rows rows, PackedWeights w, Py_ssiz
                                  C + k * step, ldc)
 
 
+cdef inline void multiply_side_by_side(Py_ssize_t M, const real *A, Py_ssize_t lda,
+                                       PackedWeights w, Py_ssize_t k0, Py_ssize_t k1,
+                                       Py_ssize_t step, const real *bias, real *C,
+                                       Py_ssize_t ldc) noexcept nogil:
+    """multiply() of the blocks [k0, k1) of weights packed side by side, one of their groups
+    ([0, w.split) or [w.split, w.blocks)): PROJECT_ROWS rows at a time, the product of all
+    the group's columns into w.out, then each block's columns to C[:, k·step : k·step + n],
+    with the bias added."""
+    cdef Py_ssize_t columns = (k1 - k0) * w.n, chunk, i0, m, r, k, j
+    cdef real *out = <real *>w.out
+    cdef const real *src
+    cdef const real *b
+    cdef real *dst
+    cdef PackedWeights group = w  # the group's panels as one block of `columns` columns
+    group.P = <real *>w.P + (w.length if k0 > 0 else 0)
+    group.n, group.blocks, group.split = columns, 1, 0
+    for chunk in range((M + PROJECT_ROWS - 1) // PROJECT_ROWS):
+        i0 = chunk * PROJECT_ROWS
+        m = min(PROJECT_ROWS, M - i0)
+        gemm_packed(m, A + i0 * lda, lda, group, 0, OVERWRITE, out, columns)
+        for r in range(m):
+            for k in range(k0, k1):
+                src = out + r * columns + (k - k0) * w.n
+                dst = C + (i0 + r) * ldc + k * step
+                if bias == NULL:
+                    memcpy(dst, src, w.n * sizeof(real))
+                else:
+                    b = bias + k * step
+                    for j in range(w.n):
+                        dst[j] = src[j] + b[j]
+
+
 cdef inline void multiply(Py_ssize_t M, const real *A, Py_ssize_t lda, PackedWeights w,
                           Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t step, const real *bias,
                           real *C, Py_ssize_t ldc, RowScratch *scratch) noexcept nogil:
@@ -311,6 +420,9 @@ cdef inline void multiply(Py_ssize_t M, const real *A, Py_ssize_t lda, PackedWei
     converted into `scratch` (room for M rows) once per phase: a part's later tasks of the
     phase find them there."""
     cdef Py_ssize_t k
+    if w.split > 0:
+        multiply_side_by_side(M, A, lda, w, k0, k1, step, bias, C, ldc)
+        return
     if real is float and w.kind != NATIVE_PANELS:
         if not (scratch.A == A and scratch.M == M and scratch.converted == scratch.phase):
             scratch.rows.kind = w.kind

@@ -88,7 +88,8 @@ from cells._panels cimport (
     CELLS_ISA_AVX2, CELLS_ISA_AVX512, CELLS_ISA_GENERIC, PackedWeights, Rows, RowScratch,
     cells_isa, cells_isa_cpu, cells_isa_set, cells_l2_bytes, cells_panel_tn_c_bytes,
     cells_lowp_q8_pack_quantized, convert_rows, free_packed,
-    gemm_packed, lowp_row_bytes, multiply, pack_lowp, pack_weights, panel_columns, project,
+    gemm_packed, lowp_row_bytes, multiply, pack_lowp, pack_side_by_side, pack_weights,
+    packs_side_by_side, panel_columns, panel_width, project,
     project_rows, rows_from, weights_in_place,
 )
 
@@ -195,12 +196,18 @@ cdef inline PackedWeights call_weights(const Loop *L, Py_ssize_t rows, const rea
 
 cdef inline PackedWeights gate_column_weights(const Loop *L, Py_ssize_t rows, const real *W,
                                               Py_ssize_t ldw, Py_ssize_t K, Py_ssize_t blocks,
-                                              Py_ssize_t j0, Py_ssize_t n) noexcept nogil:
+                                              Py_ssize_t split, Py_ssize_t j0,
+                                              Py_ssize_t n) noexcept nogil:
     """The columns k·nOut + [j0, j0 + n) of op(W) [K, G] (W's leading dimension ldw), for the
-    blocks k < blocks: what a thread multiplies `rows` rows of K inputs (x or h) by."""
-    if L.weights_transposed:
-        return call_weights(L, rows, W + j0 * ldw, L.nOut * ldw, blocks, K, n, ldw, TRANSPOSED)
-    return call_weights(L, rows, W + j0, L.nOut, blocks, K, n, ldw, AS_IS)
+    blocks k < blocks: what a thread multiplies `rows` rows of K inputs (x or h) by, the
+    blocks [0, split) in one product and [split, blocks) in another. Packed side by side in
+    those two groups where that fills fewer panels (packs_side_by_side), else call_weights'."""
+    cdef const real *B = W + j0 * ldw if L.weights_transposed else W + j0
+    cdef Py_ssize_t step = L.nOut * ldw if L.weights_transposed else L.nOut
+    if (L.prepared == NULL and not reads_weights_in_place(L.sL, rows, K, L.weights_transposed)
+            and packs_side_by_side(panel_width(W), blocks, split, n)):
+        return pack_side_by_side(B, step, blocks, split, K, n, ldw, L.weights_transposed)
+    return call_weights(L, rows, B, step, blocks, K, n, ldw, L.weights_transposed)
 
 
 cdef inline PackedWeights gate_row_weights(const Loop *L, Py_ssize_t rows, const real *W,
@@ -408,12 +415,12 @@ cdef void pack_share(const Loop *L, const Share *s, PackedWeights *w,
     cdef Py_ssize_t rows = s.r1 - s.r0
     if fam.recurrent_product:
         w[1] = gate_column_weights(L, rows, <const real *>L.Wh, L.ldwh, L.nState, fam.gates,
-                                   s.j0, s.n)
+                                   fam.h_blocks, s.j0, s.n)
     if L.Wproj != NULL:
         w[2] = call_weights(L, rows, <const real *>L.Wproj + s.s0, 0, 1, L.nOut, s.ns,
                             L.nState, AS_IS)
-    w[0] = gate_column_weights(L, rows, <const real *>L.Wx, L.ldwx, L.nIn, fam.gates, s.j0,
-                               s.n)
+    w[0] = gate_column_weights(L, rows, <const real *>L.Wx, L.ldwx, L.nIn, fam.gates,
+                               fam.gates, s.j0, s.n)
 
 
 cdef struct OwnCopy:
@@ -1218,6 +1225,15 @@ cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t
     cdef Py_ssize_t weights = nState * gates * nOut + (nOut * nState if projected else 0)
     return (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
             and weights * itemsize <= row_split_weight_bytes())
+
+
+def packs_gates_side_by_side(Py_ssize_t blocks, Py_ssize_t split, Py_ssize_t n, dtype):
+    """Whether a thread's share of n units of `blocks` gate blocks (products over the blocks
+    [0, split) and [split, blocks)) is packed side by side (cells/_panels.pxd,
+    packs_side_by_side) in a pass of `dtype` on the instruction set in use."""
+    cdef Py_ssize_t width = (CELLS_PANEL_WIDTH_F if np.dtype(dtype) == np.float32
+                             else CELLS_PANEL_WIDTH_D)
+    return packs_side_by_side(width, blocks, split, n)
 
 
 cdef void split_work(Loop *L, cells_family_info fam, bint projected,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import cells
-from cells import _families, _time_loop
+from cells import _families, _isa, _time_loop
 
 # Every test here runs on each instruction set this CPU runs (conftest.py).
 pytestmark = pytest.mark.usefixtures("each_instruction_set")
@@ -141,3 +141,38 @@ def test_without_input_grad_the_other_gradients_are_the_same(family, options):
             assert b is None, name
         else:
             np.testing.assert_array_equal(b, a, err_msg=name)
+
+
+@pytest.mark.parametrize("family, options", CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nOut", [40, 64])
+def test_every_thread_count_gives_one_threads_results(family, options, dtype, nOut):
+    """Results and gradients at 2 to 64 threads (on 2 cores: oversubscribed) against one
+    thread's on the baseline instruction set, whose products multiply every gate block on
+    panels of its own. The counts split the units into shares of 8 to 40 (a cache line's
+    multiples) and, at 2 threads, the 17 rows; on AVX-512 the shares narrower than their
+    panels run on gate blocks packed side by side (both nOut's have counts that do and that
+    do not, in each dtype). Only the order of the sums over K changes with the split: float64
+    agrees to 1e-12, float32 to 1e-5 (its ε times sums of ~50 terms over 6 steps); a unit or
+    a gate in the wrong place is off by 1e-2 or more."""
+    dims = DIMS._replace(sL=6, bS=17, nOut=nOut)
+    arrays = draw(family, dims, dtype, seed=6)
+    options = dict(options, seq_len=np.array([6, 0, 3] + [6, 5] * 7), forward=False)
+    dLdh = np.random.default_rng(7).standard_normal((dims.sL, dims.bS, nOut)).astype(dtype)
+    backward = getattr(cells, family.time_loop_bp)
+
+    def run(n_threads):
+        results = outputs(family, arrays, n_threads=n_threads, **options)
+        return results + tuple(g for g in backward(*arrays.values(), dLdh, n_threads=n_threads,
+                                                   **options) if g is not None)
+
+    # One thread's share, every unit: side by side at nOut = 40 alone, on AVX-512 alone.
+    assert (_time_loop.packs_gates_side_by_side(4, 4, nOut, dtype)
+            == (nOut == 40 and _isa.instruction_set() == "avx512"))
+    with _isa.forced("generic"):
+        expected = run(1)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    for n_threads in (1, 2, 3, 5, 16, 64):
+        for k, (a, b) in enumerate(zip(run(n_threads), expected)):
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol,
+                                       err_msg=f"{n_threads} threads, output {k}")
