@@ -62,3 +62,13 @@ cdef extern from "cells/claims.h" nogil:
     long cells_claim(cells_claims *c, long long g, long tasks, cells_part me) noexcept
     # Count a task that part me claimed finished.
     void cells_claim_finished(cells_claims *c, cells_part me) noexcept
+
+    # Groups of homes: a call of independent pieces, each run by a group of parts (a part
+    # runs every home it takes, its own first; part 0 takes those no part has).
+    ctypedef void (*cells_group_fn)(void *arg, int group, cells_part home) noexcept nogil
+    ctypedef struct cells_groups:
+        pass
+    int cells_groups_init(cells_groups *g, int groups, int size) noexcept
+    void cells_groups_destroy(cells_groups *g) noexcept
+    void cells_groups_run(cells_groups *g, cells_part me, cells_group_fn run,
+                          void *arg) noexcept

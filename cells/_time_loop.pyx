@@ -79,6 +79,7 @@ from cells._loops cimport (
 from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_claim, cells_claim_finished, cells_claims,
     cells_claims_destroy, cells_claims_init, cells_gate_enter, cells_gate_leave,
+    cells_groups, cells_groups_destroy, cells_groups_init, cells_groups_run,
     cells_part, cells_part_fn, cells_run_parts, cells_run_parts_with_openmp,
     cells_team_register_fork_handler, part_start, part_units,
 )
@@ -1600,6 +1601,44 @@ cdef Py_ssize_t aligned_elements(Py_ssize_t n, Py_ssize_t itemsize) noexcept nog
     return (n * itemsize + 63) // 64 * 64 // itemsize
 
 
+cdef struct NetCall:
+    # One call of a prepared net (PreparedWeights.start): its Loop, whose claims and scratch
+    # are these.
+    Loop L
+    cells_claims claims
+    char *scratch
+    char *lowp
+
+
+cdef void end_call(NetCall *call) noexcept:
+    """Free what PreparedWeights.start took for `call`."""
+    cells_claims_destroy(&call.claims)
+    free(call.scratch)
+    free(call.lowp)
+
+
+cdef struct Calls:
+    # Prepared nets' calls run at once (run_calls): call k by group k of the parts.
+    NetCall *call
+    cells_groups groups
+
+
+cdef void run_call_float(void *arg, int group, cells_part home) noexcept nogil:
+    forward_loop(&(<Calls *>arg).call[group].L, home, <float>0)
+
+
+cdef void run_call_double(void *arg, int group, cells_part home) noexcept nogil:
+    forward_loop(&(<Calls *>arg).call[group].L, home, <double>0)
+
+
+cdef void calls_float(void *arg, cells_part me) noexcept nogil:
+    cells_groups_run(&(<Calls *>arg).groups, me, run_call_float, arg)
+
+
+cdef void calls_double(void *arg, cells_part me) noexcept nogil:
+    cells_groups_run(&(<Calls *>arg).groups, me, run_call_double, arg)
+
+
 cdef class PreparedWeights:
     """A prepared net's part in the time loop: its weights packed whole (Prepared), its own
     copies of the loop's b and P, and the family, sizes and options of the loop (a Loop with
@@ -1613,6 +1652,7 @@ cdef class PreparedWeights:
     cdef readonly str weights_kind  # what the panels hold: the dtype's name, "int8", "bfloat16"
     cdef readonly Py_ssize_t nIn, nOut, nState, G
     cdef readonly size_t nbytes  # of the packed weights, b and P
+    cdef readonly size_t step_nbytes  # of the packed weights every step reads: Wh's, Wproj's
 
     def __dealloc__(self):
         free_packed(&self.packed.wx)
@@ -1691,14 +1731,26 @@ cdef class PreparedWeights:
         every step's output into h [sL, bS, nState], the final states into hL and cL, each a
         C-contiguous array of the net's dtype (cI, cL None without a cell state); seq_len
         None or int64 [bS] in [0, sL]."""
-        cdef Loop L = self.problem
+        cdef NetCall call
+        self.start(&call, sL, bS, x, hI, cI, h, hL, cL, seq_len, n_threads)
+        cdef bint single = self.dtype == np.float32
+        with nogil:
+            cells_run_parts(n_threads, forward_float if single else forward_double, &call.L)
+        end_call(&call)
+
+    cdef int start(self, NetCall *call, Py_ssize_t sL, Py_ssize_t bS, x, hI, cI, h, hL, cL,
+                   seq_len, int n_threads) except -1:
+        """A call of run()'s arguments made ready in `call`: its Loop, scratch and claims (to
+        be ended with end_call once it has run)."""
+        call.L = self.problem
+        cdef Loop *L = &call.L
         cdef cells_family_info fam = cells_families[L.family]
         cdef Py_ssize_t G = L.G, S = bS * L.nOut, H = bS * L.nState
         cdef Py_ssize_t itemsize = self.dtype.itemsize
         cdef Py_ssize_t gx_len, gh_len, hs_len, cs_len, aux_len, ms_len
         cdef char *scratch
         L.sL, L.bS, L.n_threads = sL, bS, n_threads
-        set_seq_len(&L, seq_len)
+        set_seq_len(L, seq_len)
         L.x = data(self.dtype, "x", x, sL * bS * L.nIn, True)
         L.hI = data(self.dtype, "hI", hI, H, True)
         L.cI = data(self.dtype, "cI", cI, S, fam.cell_state)
@@ -1706,7 +1758,7 @@ cdef class PreparedWeights:
         L.hL = data(self.dtype, "hL", hL, H, True, True)
         L.cL = data(self.dtype, "cL", cL, S, fam.cell_state, True)
         L.chunk_steps = L.gx_steps = projection_chunk_steps(sL, bS, G, itemsize, False)
-        split_work(&L, fam, self.packed.wproj.P != NULL, itemsize)
+        split_work(L, fam, self.packed.wproj.P != NULL, itemsize)
         # The call's scratch, in one block: gx, gh, hs, cs, gates, aux, ms (cells/_loop.pxd).
         gx_len = aligned_elements(L.gx_steps * bS * G, itemsize)
         gh_len = aligned_elements(bS * G, itemsize)
@@ -1718,6 +1770,7 @@ cdef class PreparedWeights:
                                  * itemsize + 64)
         if scratch == NULL:
             raise MemoryError("the scratch of a prepared net's call")
+        call.scratch, call.lowp = scratch, NULL
         L.gx = scratch + (64 - <size_t>scratch % 64) % 64
         L.gh = <char *>L.gx + gx_len * itemsize
         L.gates = <char *>L.gh + gh_len * itemsize
@@ -1728,25 +1781,22 @@ cdef class PreparedWeights:
         L.c = L.m = NULL
         # On int8 or bfloat16 panels: x converted once, and each part's room for the rows its
         # products convert (at most bS of a step, of nState or nOut inputs).
-        cdef char *lowp = NULL
         if self.packed.kind != NATIVE_PANELS:
-            lowp = self._lowp_scratch(&L)
+            try:
+                call.lowp = self._lowp_scratch(L)
+            except MemoryError:
+                free(scratch)
+                raise
         # The tasks the parts claim: blocks of MIN_ROWS_PER_THREAD rows, or of whole panels
         # of the units (and as many blocks of the rows for the steps of L.row_steps).
         L.tasks = (max(1, bS // MIN_ROWS_PER_THREAD) if L.rows_split
                    else (L.nOut + L.unit_align - 1) // L.unit_align)
-        cdef cells_claims claims
-        L.claims = &claims
-        cdef bint single = self.dtype == np.float32
-        if cells_claims_init(&claims, L.n_threads) != 0:
+        L.claims = &call.claims
+        if cells_claims_init(&call.claims, L.n_threads) != 0:
             free(scratch)
-            free(lowp)
+            free(call.lowp)
             raise MemoryError("the claims of a prepared net's call")
-        with nogil:
-            cells_run_parts(L.n_threads, forward_float if single else forward_double, &L)
-        cells_claims_destroy(&claims)
-        free(scratch)
-        free(lowp)
+        return 0
 
     cdef char *_lowp_scratch(self, Loop *L) except NULL:
         """The scratch of a call on int8 or bfloat16 panels, in one block (free it): L.x_rows,
@@ -1794,6 +1844,40 @@ cdef class PreparedWeights:
         return (_unpack(self, &self.packed.wx),
                 None if self.packed.wh.P == NULL else _unpack(self, &self.packed.wh),
                 None if self.packed.wproj.P == NULL else _unpack(self, &self.packed.wproj))
+
+
+def run_calls(calls, int threads_each):
+    """Prepared nets' calls at once, each on threads_each threads: call k on group k of the
+    parts (include/cells/claims.h, cells_groups), the independent directions of a
+    bidirectional layer, say. `calls`: (PreparedWeights, (sL, bS, x, hI, cI, h, hL, cL,
+    seq_len)) pairs, run()'s arguments but n_threads, every net of one dtype. Each call's
+    results are run()'s, bit for bit (a prepared net's sums do not depend on its threads)."""
+    cdef Py_ssize_t n = len(calls), k, started = 0
+    cdef PreparedWeights net
+    cdef Calls run
+    if n * threads_each > CELLS_MAX_THREADS or threads_each < 1:
+        raise ValueError(f"internal: {n} calls of {threads_each} threads")
+    if len({c[0].dtype for c in calls}) > 1:
+        raise ValueError("internal: calls of nets of different dtypes")
+    run.call = <NetCall *>calloc(max(n, 1), sizeof(NetCall))
+    if run.call == NULL:
+        raise MemoryError("the calls of prepared nets")
+    cdef bint single = n > 0 and calls[0][0].dtype == np.float32
+    try:
+        for k in range(n):
+            net = calls[k][0]
+            sL, bS, x, hI, cI, h, hL, cL, seq_len = calls[k][1]
+            net.start(&run.call[k], sL, bS, x, hI, cI, h, hL, cL, seq_len, threads_each)
+            started += 1
+        if cells_groups_init(&run.groups, n, threads_each) != 0:
+            raise MemoryError("the groups of prepared nets' calls")
+        with nogil:
+            cells_run_parts(n * threads_each, calls_float if single else calls_double, &run)
+        cells_groups_destroy(&run.groups)
+    finally:
+        for k in range(started):
+            end_call(&run.call[k])
+        free(run.call)
 
 
 cdef _unpack(PreparedWeights net, const PackedWeights *w):
@@ -1863,10 +1947,13 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
     cdef const char *saved
     cdef int i
     net.nbytes = (0 if net.b is None else net.b.nbytes) + (0 if net.P is None else net.P.nbytes)
+    net.step_nbytes = 0
     for i in range(3):
         matrix = prepared_matrix(&net.packed, i)
         if matrix.P != NULL:
             net.nbytes += packed_bytes(matrix[0], dtype.itemsize)
+            if i > 0:  # op(Wh), Wproj
+                net.step_nbytes += packed_bytes(matrix[0], dtype.itemsize)
         if packed_state is None:
             continue
         state = packed_state[i]

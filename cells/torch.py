@@ -42,7 +42,8 @@ load_state_dict, an in-place write under no_grad) or it is another tensor (.to()
 a new Parameter, ``param.data = t``). A write through ``param.data`` is not seen (autograd does
 not count it either): write under torch.no_grad() instead. A reverse direction runs forward on
 each row's steps reversed (a packed batch's rows each over their own length), its outputs put
-back in time order. The nets are not pickled or copied with the module; weights that are
+back in time order; a layer's two directions run at once, each on half of torch's threads
+(cells._prepared.call_together). The nets are not pickled or copied with the module; weights that are
 inference tensors (a module made under inference_mode: no version counter), CUDA tensors and
 torch.compile run on the time loop operators below. The common call (a stack's batched 3-D
 input, a cell's or the LLTM's 2-D one, hx None or CPU tensors of the input's dtype and of the
@@ -100,7 +101,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 import cells
 from cells import _backend, _families, _torch_recompute, cuda
-from cells._prepared import PreparedNet
+from cells._prepared import PreparedNet, call_together
 from cells._threads import on_openmp_pool, time_loop_threads
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell", "LLTM", "convert"]
@@ -908,12 +909,15 @@ class _Stack:
         for layer in range(self.num_layers):
             if layer > 0 and self.dropout > 0 and self.training:
                 a = F.dropout(torch.from_numpy(a), self.dropout, training=True).numpy()
-            outputs = []
+            calls = []
             for d in range(dirs):
                 index, net = layer * dirs + d, nets[layer * dirs + d]
                 start = None if starts is None else net.State(*[s[index] for s in starts])
-                h, final = _call(net, a if d == 0 else _time_reversed(a, seq_len), start,
-                                 seq_len=seq_len)
+                calls.append((net, a if d == 0 else _time_reversed(a, seq_len), start))
+            # The directions at once, each on its share of torch's threads.
+            outputs = []
+            for d, (h, final) in enumerate(call_together(calls, seq_len,
+                                                         torch.get_num_threads)):
                 outputs.append(h if d == 0 else _time_reversed(h, seq_len))
                 finals.append(final)
             a = outputs[0] if dirs == 1 else np.concatenate(outputs, axis=2)

@@ -237,6 +237,56 @@ def test_the_same_bits_for_any_chunks_and_threads(case, kind):
 
 
 @pytest.mark.parametrize("case", CASES)
+def test_calls_together_give_each_calls_bits(monkeypatch, case, kind):
+    """Two nets' calls at once (call_together: a bidirectional layer's directions, each on a
+    group of the threads), against each net called alone on 1 thread: the same bits, with
+    seq_len and states, on 2 to 16 threads in all (on 2 cores: oversubscribed), bS = 20 (the
+    rows split on 2 threads a call) and 3 (the units)."""
+    from cells import _prepared, _time_loop
+    together = []
+    run_calls = _time_loop.run_calls
+    monkeypatch.setattr(_time_loop, "run_calls",
+                        lambda calls, threads: (together.append(threads),
+                                                run_calls(calls, threads)))
+    nets = [make_case(case, kind[0], seed=seed, weights=kind[1])[0] for seed in (1, 2)]
+    rng = np.random.default_rng(11)
+    for rows in (bS, 3):
+        xs = [inputs(net, rng, rows=rows) for net in nets]
+        states = [random_state(net, rows, rng) for net in nets]
+        seq_len = rng.integers(0, sL + 1, rows)
+        alone = [net(x, state, seq_len=seq_len, n_threads=1)
+                 for net, x, state in zip(nets, xs, states)]
+        for total in (2, 3, 4, 16):
+            results = _prepared.call_together(list(zip(nets, xs, states)), seq_len,
+                                              lambda: total)
+            for result, expected in zip(results, alone):
+                assert_same_result(result, expected, f"{case}, {rows} rows, {total} threads")
+        # Groups of 2 and 3 threads, which these small calls do not take by themselves.
+        for threads in (2, 3):
+            checked = [net._checked_run(x, state, seq_len, None)
+                       for net, x, state in zip(nets, xs, states)]
+            run_calls([(net._weights, arguments) for net, (arguments, _) in zip(nets, checked)],
+                      threads)
+            for (_, result), expected in zip(checked, alone):
+                assert_same_result(result, expected, f"{case}, {rows} rows, groups of {threads}")
+    assert len(together) == 8
+
+
+def test_calls_together_run_one_after_the_other_where_a_threads_weights_outgrow_its_l2(
+        monkeypatch):
+    from cells import _prepared, _time_loop
+    monkeypatch.setattr(_time_loop, "run_calls", None)   # not called
+    net, *_ = make_case("lstm", np.dtype(np.float32))
+    monkeypatch.setattr(_time_loop, "L2_BYTES", net._weights.step_nbytes // 2 - 1)
+    rng = np.random.default_rng(12)
+    x, state = inputs(net, rng), random_state(net, bS, rng)
+    results = _prepared.call_together([(net, x, state), (net, x[::-1], state)], None,
+                                      lambda: 2)
+    assert_same_result(results[0], net(x, state, n_threads=1), "forward")
+    assert_same_result(results[1], net(x[::-1], state, n_threads=1), "reversed")
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_a_row_alone_and_in_any_batch_gives_the_same_bits(case, kind):
     net, *_ = make_case(case, kind[0], weights=kind[1])
     rng = np.random.default_rng(4)

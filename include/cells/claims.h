@@ -163,4 +163,51 @@ static void cells_claim_finished(cells_claims *c, cells_part me) {
     cells_signal_wake(&c->wake);
 }
 
+/* Groups of homes: a call whose work is `groups` independent pieces (a bidirectional layer's
+ * two directions, each a pass of its own with its own claims), each run by `size` parts at
+ * once. Part p's home is home p % size of group p / size. A part runs a home only once it has
+ * taken it (a compare-and-swap: one part a home, ever), its own first, then every home not
+ * taken yet, of every group, in order from its own: so a group whose parts never join the call
+ * (the team's workers may not, cells/team.h) is run by the part that finishes first, part 0
+ * at the latest, and a group with any part at work gets on as its claims let a part run the
+ * tasks of the homes whose parts are away. In a quiet process every part finds its own home
+ * free and the others taken. A part that takes a home late, its group's work done, finds
+ * every phase finished (claims.h: it catches up without work).
+ *
+ * cells_groups_init(g, groups, size) before the call's parts start (-1 where memory ran out);
+ * every part then calls cells_groups_run(g, me, run, arg), which calls run(arg, group, home)
+ * for each home it takes (home: the part of the group that runs it, home.nparts = size);
+ * cells_groups_destroy(g) after the call. */
+typedef void (*cells_group_fn)(void *arg, int group, cells_part home);
+
+typedef struct {
+    int groups, size;
+    atomic_int *taken;  /* [groups · size]: whether a part has taken the home */
+} cells_groups;
+
+static int cells_groups_init(cells_groups *g, int groups, int size) {
+    g->groups = groups < 1 ? 1 : groups;
+    g->size = size < 1 ? 1 : size;
+    g->taken = malloc((size_t)g->groups * (size_t)g->size * sizeof(atomic_int));
+    if (g->taken == NULL)
+        return -1;
+    for (int h = 0; h < g->groups * g->size; ++h)
+        atomic_store(&g->taken[h], 0);
+    return 0;
+}
+
+static void cells_groups_destroy(cells_groups *g) { free(g->taken); }
+
+static void cells_groups_run(cells_groups *g, cells_part me, cells_group_fn run, void *arg) {
+    const int homes = g->groups * g->size;
+    for (int i = 0; i < homes; ++i) {
+        const int h = (me.part + i) % homes;
+        int free_home = 0;
+        if (!atomic_compare_exchange_strong(&g->taken[h], &free_home, 1))
+            continue;
+        cells_part home = {h % g->size, g->size, me.spin_ns};
+        run(arg, h / g->size, home);
+    }
+}
+
 #endif

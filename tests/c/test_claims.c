@@ -18,7 +18,10 @@
  *  - the call runs on cells' team (part 0 on the caller, the others on cells-team workers);
  *  - a part runs only while its call is in flight: a worker that wakes after its call closed
  *    (thousands of calls of a few phases, on more parts than cores, make some late) touches
- *    nothing of it, nor of the next call unless it joins that one. */
+ *    nothing of it, nor of the next call unless it joins that one;
+ *  - groups of homes (cells_groups): calls of 1 to 3 groups of 1 to 3 parts, each group a
+ *    claimed pass of its own, on the team, and with part 0 alone (as when no worker joins):
+ *    every home of every group runs exactly once, and every task of every group's pass. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -29,6 +32,7 @@
 #define TASKS 7
 
 static long failures, checks;
+static long calls;                  /* the calls made, the number of the last */
 static atomic_long call_in_flight;  /* the number of the call in flight, 0 between calls */
 
 typedef struct {
@@ -82,7 +86,6 @@ static void part(void *arg, cells_part me) {
 /* A call of nparts parts and `phases` phases of tasks of task_ns; returns the parts that ran. */
 static int run_call(int nparts, int late_part, long phases, int64_t task_ns, int verbose) {
     static call c;
-    static long calls;
     memset(&c, 0, sizeof c);
     c.number = ++calls;
     c.phases = phases;
@@ -106,6 +109,59 @@ static int run_call(int nparts, int late_part, long phases, int64_t task_ns, int
         printf("%d parts (ran %d), late part %d: it ran %d of %ld tasks\n", nparts, ran,
                late_part, atomic_load(&c.tasks_of_late), phases * TASKS);
     return ran;
+}
+
+/* A call of groups of homes: each group a pass of its own (a call's claims and tasks), run by
+ * the parts that take its homes. */
+#define MAX_GROUPS 3
+#define MAX_SIZE 3
+typedef struct {
+    cells_groups groups;
+    call pass[MAX_GROUPS];
+    atomic_int home_runs[MAX_GROUPS * MAX_SIZE];
+} grouped_call;
+
+static void group_home(void *arg, int group, cells_part home) {
+    grouped_call *gc = arg;
+    expect(home.nparts == gc->groups.size && home.part < home.nparts,
+           "a home is a part of its group");
+    atomic_fetch_add(&gc->home_runs[group * gc->groups.size + home.part], 1);
+    part(&gc->pass[group], home);
+}
+
+static void grouped_part(void *arg, cells_part me) {
+    cells_groups_run(&((grouped_call *)arg)->groups, me, group_home, arg);
+}
+
+/* `groups` groups of `size` parts, each group's pass `phases` phases of TASKS tasks: on the
+ * team, or with part 0 alone (`alone`). */
+static void run_groups(int groups, int size, long phases, int alone) {
+    static grouped_call gc;
+    memset(&gc, 0, sizeof gc);
+    ++calls;
+    for (int g = 0; g < groups; ++g) {
+        gc.pass[g].number = calls;
+        gc.pass[g].phases = phases;
+        gc.pass[g].late_part = -1;
+        expect(cells_claims_init(&gc.pass[g].claims, size) == 0, "a group's claims allocated");
+    }
+    expect(cells_groups_init(&gc.groups, groups, size) == 0, "the groups allocated");
+    atomic_store(&call_in_flight, calls);
+    if (alone)
+        grouped_part(&gc, (cells_part){0, groups * size, CELLS_SPIN_NS});
+    else
+        cells_run_parts(groups * size, grouped_part, &gc);
+    atomic_store(&call_in_flight, 0);
+    for (int h = 0; h < groups * size; ++h)
+        expect(atomic_load(&gc.home_runs[h]) == 1, "a home of a group ran other than once");
+    for (int g = 0; g < groups; ++g) {
+        for (long p = 0; p < phases; ++p)
+            for (int t = 0; t < TASKS; ++t)
+                expect(atomic_load(&gc.pass[g].runs[p][t]) == 1,
+                       "a task of a group's pass ran other than once");
+        cells_claims_destroy(&gc.pass[g].claims);
+    }
+    cells_groups_destroy(&gc.groups);
 }
 
 /* Part `part` claims every task of phases 0 and 1 of `tasks` alone, among `homes` homes. */
@@ -149,6 +205,10 @@ int main(void) {
         parts_ran += run_call(nparts, -1, 1 + k % 3, 0, 0);
     }
     printf("%ld short calls: %ld of %ld parts ran\n", short_calls, parts_ran, parts_asked);
+    for (int groups = 1; groups <= MAX_GROUPS; ++groups)
+        for (int size = 1; size <= MAX_SIZE; ++size)
+            for (int k = 0; k < 20; ++k)
+                run_groups(groups, size, 1 + k % 7, k % 2);
     printf("%ld checks, %ld failures\n", checks, failures);
     return failures != 0;
 }
