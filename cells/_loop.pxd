@@ -42,6 +42,10 @@ cdef struct Loop:
     bint row_steps              # where the units split for a family whose step reduces across
                                 # a row (row_reduction): the steps still run on blocks of whole
                                 # rows, in a phase of their own after the products
+    Py_ssize_t r0, r1           # the batch rows the parts run, [r0, r1): every row, or a
+                                # row group's
+    int row_groups              # the groups of the rows a pass's steps run in, each on a
+                                # group of the parts (run_pass); 1: none
     Py_ssize_t unit_align       # a part's block of the units starts at a multiple of this
     const Prepared *prepared    # a prepared net's weights, or NULL: the call packs its own
     cells_claims *claims        # the tasks the call's parts claim, `tasks` per phase
@@ -125,7 +129,7 @@ cdef struct Loop:
     void *dLdWh                 # like Wh            out (leading dimension ldwh)
     void *dLdb                  # [G]                out or NULL: Σ dL/dz
     void *dLdP                  # like P             out or NULL
-    void *part_sums             # [n_threads, gates + blocks, nOut] scratch with rows_split:
-                                #                    each part's Σ dL/db and Σ dL/dP over its
-                                #                    rows
+    void *part_sums             # [n_threads, gates + blocks, nOut] scratch where the sums
+                                #                    go by rows (sums_by_rows): each task's
+                                #                    Σ dL/db and Σ dL/dP over its rows
     void *dLdWproj              # like Wproj         out (with Wproj)

@@ -32,7 +32,12 @@ weight and task, each its own columns, on the same kernels reading the inputs an
 is large and the recurrent weights small (splits_rows), a task is instead a block of the batch
 rows over every step, run on the packed copy of all the weights of the part that runs it, and
 the loop has no phase to wait for (the backward adds up the tasks' sums over their rows,
-dL/db and dL/dP, after it; part_share says who owns what).
+dL/db and dL/dP, after it; part_share says who owns what). Between the two, on 4 threads or
+more (row_groups), the rows run in groups, each group's steps a pass of its own on a group of
+the parts that split its units (its own claims, packed weights and sums: run_pass): a part
+waits at a step only for the parts of its group, which read the same rows; the backward's
+gradients over all steps then run on every part. A part whose share of the units is narrower
+than a panel packs its gate blocks side by side (pack_side_by_side).
 
 The backward: only the dL/dh (and dL/dc) recurrence runs step by step, with dL/db = Σ dz
 (and dL/dP) summed as each step's dz is written; after the loop, dL/dx = dz·op(Wx)ᵀ,
@@ -79,7 +84,7 @@ from cells._loops cimport (
 from cells._team cimport (
     CELLS_MAX_THREADS, Units, cells_claim, cells_claim_finished, cells_claims,
     cells_claims_destroy, cells_claims_init, cells_gate_enter, cells_gate_leave,
-    cells_groups, cells_groups_destroy, cells_groups_init, cells_groups_run,
+    cells_group_fn, cells_groups, cells_groups_destroy, cells_groups_init, cells_groups_run,
     cells_part, cells_part_fn, cells_run_parts, cells_run_parts_with_openmp,
     cells_team_register_fork_handler, part_start, part_units,
 )
@@ -253,17 +258,17 @@ cdef inline Share part_share(const Loop *L, cells_part me) noexcept nogil:
     else:
         units = part_units(me, L.nOut, L.unit_align)
         states = part_units(me, L.nState, L.unit_align)
-        s.r0, s.r1 = 0, L.bS
+        s.r0, s.r1 = L.r0, L.r1
         s.j0, s.n = units.j0, units.j1 - units.j0
         s.s0, s.ns = states.j0, states.j1 - states.j0
     return s
 
 
 cdef inline Share row_share(const Loop *L, cells_part me) noexcept nogil:
-    """Part me's block of the batch rows, every unit and state column."""
+    """Part me's block of L's batch rows, every unit and state column."""
     cdef Share s
-    s.r0 = part_start(L.bS, me.part, me.nparts, 1)
-    s.r1 = part_start(L.bS, me.part + 1, me.nparts, 1)
+    s.r0 = L.r0 + part_start(L.r1 - L.r0, me.part, me.nparts, 1)
+    s.r1 = L.r0 + part_start(L.r1 - L.r0, me.part + 1, me.nparts, 1)
     s.j0, s.n, s.s0, s.ns = 0, L.nOut, 0, L.nState
     return s
 
@@ -783,20 +788,24 @@ cdef void start_task(const Loop *L, const BackwardPart *p, real zero) noexcept n
     step (start_carried)."""
     cdef cells_family_info fam = cells_families[L.family]
     cdef Py_ssize_t k
-    cdef Share own = p.steps   # the units whose sums the task takes (all, by rows)
+    # The units whose sums the task takes: its own; by rows every unit of its own sums (a
+    # row group's task adds its units alone, and add_part_sums adds every task's sums).
+    cdef Py_ssize_t j0 = 0 if sums_by_rows(L) else p.steps.j0
+    cdef Py_ssize_t n = L.nOut if sums_by_rows(L) else p.steps.n
     if p.sums != NULL:
         for k in range(fam.gates):
-            zero_units(own.n, <real *>p.sums + k * L.nOut + own.j0)
+            zero_units(n, <real *>p.sums + k * L.nOut + j0)
     if p.dPsum != NULL:
         for k in range(fam.param_blocks):
-            zero_units(own.n, <real *>p.dPsum + k * L.nOut + own.j0)
+            zero_units(n, <real *>p.dPsum + k * L.nOut + j0)
     start_carried(L, &p.steps, zero)
 
 
 cdef inline bint sums_by_rows(const Loop *L) noexcept nogil:
-    """Whether each part sums dL/db and dL/dP over its own rows (its steps' rows are whole
-    rows, and another part's steps may add into the same units)."""
-    return L.rows_split or L.row_steps
+    """Whether each task sums dL/db and dL/dP over its own rows, in its own row of part_sums
+    (another task's steps may add into the same units: its steps' rows are whole rows, or
+    the rows run in groups)."""
+    return L.rows_split or L.row_steps or L.row_groups > 1
 
 
 cdef inline Py_ssize_t sum_blocks(cells_family_info fam) noexcept nogil:
@@ -1142,10 +1151,19 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
     the segments of one step (or two) a phase. Then, in a phase of its own, the gradients over
     all steps (gradients_task)."""
     cdef Segments phase
+    phase.n, phase.phase = 0, 0
+    backward_recurrence(L, me, &phase, zero)
+    add_segment(L, me, &phase, GRADIENTS, 0, zero)
+    run_phase(L, me, &phase, zero)
+
+
+cdef void backward_recurrence(const Loop *L, cells_part me, Segments *phase,
+                              real zero) noexcept nogil:
+    """The recurrence of backward_loop, from `phase` on: every phase of it run but the last,
+    which stays open in `phase` (run_phase runs it)."""
     cdef OwnCopy own
     cdef BackwardPart p
     cdef Py_ssize_t t, task
-    phase.n, phase.phase = 0, 0
     if L.rows_split:
         memset(&own, 0, sizeof(own))
         task = claim_rows(L, me, &own, True, zero)
@@ -1155,16 +1173,33 @@ cdef void backward_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
             cells_claim_finished(L.claims, me)
             task = claim_rows(L, me, &own, True, zero)
         free_own(&own)
-        phase.phase = 1
-    else:
-        add_segment(L, me, &phase, START, 0, zero)
-        for t in range(L.sL - 1, -1, -1):
-            if L.Wproj != NULL:
-                add_segment(L, me, &phase, PROJECTED, t, zero)
-            add_segment(L, me, &phase, MAIN, t, zero)
-            if cells_families[L.family].phases == 2:
-                add_segment(L, me, &phase, AUX, t, zero)
-            add_segment(L, me, &phase, TAIL, t, zero)
+        phase.phase += 1
+        return
+    add_segment(L, me, phase, START, 0, zero)
+    for t in range(L.sL - 1, -1, -1):
+        if L.Wproj != NULL:
+            add_segment(L, me, phase, PROJECTED, t, zero)
+        add_segment(L, me, phase, MAIN, t, zero)
+        if cells_families[L.family].phases == 2:
+            add_segment(L, me, phase, AUX, t, zero)
+        add_segment(L, me, phase, TAIL, t, zero)
+
+
+cdef void whole_recurrence(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part me of the recurrence of L's backward pass, every phase of it (a row group's: the
+    gradients over all steps run after every group's, gradients_loop)."""
+    cdef Segments phase
+    phase.n, phase.phase = 0, 0
+    backward_recurrence(L, me, &phase, zero)
+    if phase.n > 0:
+        run_phase(L, me, &phase, zero)
+
+
+cdef void gradients_loop(const Loop *L, cells_part me, real zero) noexcept nogil:
+    """Part me of the gradients over all steps of L's backward pass, once its recurrence is
+    done (whole_recurrence): a phase of its own (gradients_task)."""
+    cdef Segments phase
+    phase.n, phase.phase = 0, 0
     add_segment(L, me, &phase, GRADIENTS, 0, zero)
     run_phase(L, me, &phase, zero)
 
@@ -1237,6 +1272,28 @@ def packs_gates_side_by_side(Py_ssize_t blocks, Py_ssize_t split, Py_ssize_t n, 
     return packs_side_by_side(width, blocks, split, n)
 
 
+cpdef int row_groups(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t nState,
+                     Py_ssize_t gates, bint projected, Py_ssize_t itemsize):
+    """The groups of the batch rows whose steps a pass on n_threads runs apart, each group on
+    n_threads / groups threads that split its units (run_pass), for a family of `gates` gate
+    blocks, nState state columns and elements of `itemsize` bytes: the most groups, with
+    every group at least MIN_ROWS_PER_THREAD rows and every thread's share of the recurrent
+    weights (and Wproj) at most row_split_weight_bytes(), as where the rows split (a group of
+    one thread). A thread then waits at a step only for the threads of its group, which read
+    the same rows, rather than for all. 1 (no groups) where the rows split, or where no group
+    of 2 to n_threads - 1 threads (a divisor of n_threads) qualifies: on 2 threads, always."""
+    cdef Py_ssize_t weights = (nState * gates * nOut
+                               + (nOut * nState if projected else 0)) * itemsize
+    cdef int size
+    if splits_rows(n_threads, bS, nOut, nState, gates, projected, itemsize):
+        return 1
+    for size in range(2, n_threads):
+        if (n_threads % size == 0 and bS >= n_threads // size * MIN_ROWS_PER_THREAD
+                and weights <= size * row_split_weight_bytes()):
+            return n_threads // size
+    return 1
+
+
 cdef void split_work(Loop *L, cells_family_info fam, bint projected,
                      Py_ssize_t itemsize) noexcept:
     """How a pass (or a prepared net's call) shares its work between its parts: L.rows_split
@@ -1265,6 +1322,44 @@ cdef void backward_float(void *L, cells_part me) noexcept nogil:
 
 cdef void backward_double(void *L, cells_part me) noexcept nogil:
     backward_loop(<const Loop *>L, me, <double>0)
+
+
+# A pass whose rows run in groups (run_pass): each group's steps as cells_groups_run runs them
+# (include/cells/claims.h), on the group's Loop; then the backward's gradients over all steps
+# on every part.
+cdef struct RowGroups:
+    Loop *loops             # [row_groups]: each group's rows, claims, packed weights and sums
+    cells_groups groups
+    cells_group_fn run      # one of the four below
+
+
+cdef void run_row_groups(void *arg, cells_part me) noexcept nogil:
+    cdef RowGroups *G = <RowGroups *>arg
+    cells_groups_run(&G.groups, me, G.run, arg)
+
+
+cdef void group_forward_float(void *arg, int group, cells_part home) noexcept nogil:
+    forward_loop(&(<RowGroups *>arg).loops[group], home, <float>0)
+
+
+cdef void group_forward_double(void *arg, int group, cells_part home) noexcept nogil:
+    forward_loop(&(<RowGroups *>arg).loops[group], home, <double>0)
+
+
+cdef void group_recurrence_float(void *arg, int group, cells_part home) noexcept nogil:
+    whole_recurrence(&(<RowGroups *>arg).loops[group], home, <float>0)
+
+
+cdef void group_recurrence_double(void *arg, int group, cells_part home) noexcept nogil:
+    whole_recurrence(&(<RowGroups *>arg).loops[group], home, <double>0)
+
+
+cdef void gradients_float(void *L, cells_part me) noexcept nogil:
+    gradients_loop(<const Loop *>L, me, <float>0)
+
+
+cdef void gradients_double(void *L, cells_part me) noexcept nogil:
+    gradients_loop(<const Loop *>L, me, <double>0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1314,6 +1409,7 @@ cdef cells_family_info set_problem(Loop *L, str family, Py_ssize_t sL, Py_ssize_
     L.family = FAMILIES[family]
     cdef cells_family_info fam = cells_families[L.family]
     L.sL, L.bS, L.nIn, L.nOut, L.G = sL, bS, nIn, nOut, fam.gates * nOut
+    L.r0, L.r1, L.row_groups = 0, bS, 1
     if Wproj is not None and not fam.projects:
         raise ValueError(f"internal: the {family} family's output cannot be projected")
     L.nState = nOut if Wproj is None else nProj
@@ -1410,21 +1506,41 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
     L.hL = data(dtype, "hL", hL, H, False, True)
     L.cL = data(dtype, "cL", cL, S, False, True)
     cdef bint single = dtype == np.float32
-    run_pass(&L, forward_float if single else forward_double, "forward", openmp)
+    run_pass(&L, False, single, "forward", openmp)
 
 
-cdef int run_pass(Loop *L, cells_part_fn fn, str name, bint openmp) except -1:
-    """Run pass `fn` (forward_float, backward_double, ...) of L on L.n_threads parts, on cells'
-    team or, with `openmp`, OpenMP's pool (include/cells/team.h says when each): as many tasks
-    a phase as parts (a block of the rows, or of the units, each part's home), and where the
-    units split, the table of each task's packed weights (L.shares), freed after."""
+cdef int run_pass(Loop *L, bint backward, bint single, str name, bint openmp) except -1:
+    """Run L's forward or backward pass (`backward`; float32 where `single`) on L.n_threads
+    parts, on cells' team or, with `openmp`, OpenMP's pool (include/cells/team.h says when
+    each): as many tasks a phase as parts (a block of the rows, or of the units, each part's
+    home), and where the units split, the table of each task's packed weights (L.shares),
+    freed after. Where the rows run in groups (row_groups), each group's steps are a pass of
+    their own (its Loop: its rows, claims, packed weights and sums) on a group of the parts
+    (claims.h's cells_groups), and the backward's gradients over all steps then run on every
+    part."""
+    cdef cells_family_info fam = cells_families[L.family]
+    L.row_groups = row_groups(L.n_threads, L.bS, L.nOut, L.nState, fam.gates,
+                              L.Wproj != NULL, 4 if single else 8)
+    if L.row_groups > 1:
+        return run_row_groups_pass(L, backward, single, name, openmp)
+    run_claimed(L, (backward_float if single else backward_double) if backward
+                else (forward_float if single else forward_double), not L.rows_split, name,
+                openmp)
+    return 0
+
+
+cdef int run_claimed(Loop *L, cells_part_fn fn, bint packs, str name, bint openmp) except -1:
+    """fn(L) on L.n_threads parts (run_pass's pools), with claims of as many homes and tasks
+    a phase, and where `packs`, the table of each task's packed weights (L.shares), freed
+    after."""
     cdef cells_claims claims
     cdef Py_ssize_t k
     L.tasks = L.n_threads
     L.claims = &claims
     if cells_claims_init(&claims, L.n_threads) != 0:
         raise MemoryError(f"the claims of a {name} pass")
-    if not L.rows_split:
+    L.shares = NULL
+    if packs:
         L.shares = <PackedWeights *>calloc(3 * L.tasks, sizeof(PackedWeights))
         if L.shares == NULL:
             cells_claims_destroy(&claims)
@@ -1435,11 +1551,70 @@ cdef int run_pass(Loop *L, cells_part_fn fn, str name, bint openmp) except -1:
         else:
             cells_run_parts(L.n_threads, fn, L)
     cells_claims_destroy(&claims)
+    L.claims = NULL
     if L.shares != NULL:
         for k in range(3 * L.tasks):
             free_packed(&L.shares[k])
         free(L.shares)
         L.shares = NULL
+    return 0
+
+
+cdef int run_row_groups_pass(Loop *L, bint backward, bint single, str name,
+                             bint openmp) except -1:
+    """run_pass where the rows run in L.row_groups groups: group g's Loop is L's with its
+    block of the rows, size = n_threads / groups threads (as many tasks a phase), claims and
+    packed weights of its own, and, in the backward, its size rows of part_sums; then the
+    gradients over all steps on L, every part."""
+    cdef int groups = L.row_groups, size = L.n_threads // groups, g
+    cdef Py_ssize_t k, sums_bytes = (sum_blocks(cells_families[L.family]) * L.nOut
+                                     * (4 if single else 8))
+    cdef RowGroups G
+    G.loops = <Loop *>calloc(groups, sizeof(Loop))
+    cdef cells_claims *claims = <cells_claims *>calloc(groups, sizeof(cells_claims))
+    cdef PackedWeights *shares = <PackedWeights *>calloc(3 * L.n_threads, sizeof(PackedWeights))
+    cdef int claims_made = 0
+    cdef bint groups_made = False
+    try:
+        if G.loops == NULL or claims == NULL or shares == NULL:
+            raise MemoryError(f"the row groups of a {name} pass")
+        if cells_groups_init(&G.groups, groups, size) != 0:
+            raise MemoryError(f"the row groups of a {name} pass")
+        groups_made = True
+        for g in range(groups):
+            G.loops[g] = L[0]
+            G.loops[g].r0 = part_start(L.bS, g, groups, 1)
+            G.loops[g].r1 = part_start(L.bS, g + 1, groups, 1)
+            G.loops[g].n_threads = G.loops[g].tasks = size
+            G.loops[g].shares = shares + 3 * size * g
+            if L.part_sums != NULL:
+                G.loops[g].part_sums = <char *>L.part_sums + size * g * sums_bytes
+            if cells_claims_init(&claims[g], size) != 0:
+                raise MemoryError(f"the claims of a {name} pass")
+            claims_made += 1
+            G.loops[g].claims = &claims[g]
+        if backward:
+            G.run = group_recurrence_float if single else group_recurrence_double
+        else:
+            G.run = group_forward_float if single else group_forward_double
+        with nogil:
+            if openmp:
+                cells_run_parts_with_openmp(L.n_threads, run_row_groups, &G)
+            else:
+                cells_run_parts(L.n_threads, run_row_groups, &G)
+    finally:
+        for g in range(claims_made):
+            cells_claims_destroy(&claims[g])
+        if groups_made:
+            cells_groups_destroy(&G.groups)
+        if shares != NULL:
+            for k in range(3 * L.n_threads):
+                free_packed(&shares[k])
+        free(shares)
+        free(claims)
+        free(G.loops)
+    if backward:
+        run_claimed(L, gradients_float if single else gradients_double, False, name, openmp)
     return 0
 
 
@@ -1508,7 +1683,7 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
                        sums_by_rows(&L) and (L.dLdb != NULL or L.dLdP != NULL), True)
     L.dLdWproj = data(dtype, "dLdWproj", dLdWproj, nOut * L.nState, projected, True)
     cdef bint single = dtype == np.float32
-    run_pass(&L, backward_float if single else backward_double, "backward", openmp)
+    run_pass(&L, True, single, "backward", openmp)
 
 
 # What dL/dP sums over the steps (family_rows.h's param_grad), as Family.param_grad says it.
@@ -1750,6 +1925,7 @@ cdef class PreparedWeights:
         cdef Py_ssize_t gx_len, gh_len, hs_len, cs_len, aux_len, ms_len
         cdef char *scratch
         L.sL, L.bS, L.n_threads = sL, bS, n_threads
+        L.r0, L.r1, L.row_groups = 0, bS, 1
         set_seq_len(L, seq_len)
         L.x = data(self.dtype, "x", x, sL * bS * L.nIn, True)
         L.hI = data(self.dtype, "hI", hI, H, True)

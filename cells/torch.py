@@ -43,12 +43,12 @@ a new Parameter, ``param.data = t``). A write through ``param.data`` is not seen
 not count it either): write under torch.no_grad() instead. A reverse direction runs forward on
 each row's steps reversed (a packed batch's rows each over their own length), its outputs put
 back in time order; a layer's two directions run at once, each on half of torch's threads
-(cells._prepared.call_together). The nets are not pickled or copied with the module; weights that are
-inference tensors (a module made under inference_mode: no version counter), CUDA tensors and
-torch.compile run on the time loop operators below. The common call (a stack's batched 3-D
-input, a cell's or the LLTM's 2-D one, hx None or CPU tensors of the input's dtype and of the
-shapes torch expects) is checked in a few comparisons and runs straight on the nets; any other
-goes through the full checks, which raise torch's errors.
+(cells._prepared.call_together). The nets are not pickled or copied with the module; weights
+that are inference tensors (a module made under inference_mode: no version counter), CUDA
+tensors and torch.compile run on the time loop operators below. The common call (a stack's
+batched 3-D input, a cell's or the LLTM's 2-D one, hx None or CPU tensors of the input's dtype
+and of the shapes torch expects) is checked in a few comparisons and runs straight on the nets;
+any other goes through the full checks, which raise torch's errors.
 
 Autograd and torch.compile. Each time loop is a custom operator (torch.library, namespace
 "cells"), with a fake (meta) implementation and a backward formula, all generated from the

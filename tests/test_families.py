@@ -150,11 +150,12 @@ def test_every_thread_count_gives_one_threads_results(family, options, dtype, nO
     """Results and gradients at 2 to 64 threads (on 2 cores: oversubscribed) against one
     thread's on the baseline instruction set, whose products multiply every gate block on
     panels of its own. The counts split the units into shares of 8 to 40 (a cache line's
-    multiples) and, at 2 threads, the 17 rows; on AVX-512 the shares narrower than their
-    panels run on gate blocks packed side by side (both nOut's have counts that do and that
-    do not, in each dtype). Only the order of the sums over K changes with the split: float64
-    agrees to 1e-12, float32 to 1e-5 (its ε times sums of ~50 terms over 6 steps); a unit or
-    a gate in the wrong place is off by 1e-2 or more."""
+    multiples), at 2 threads the 17 rows, and at 4, 8, 16 and 64 the rows into 2 groups
+    (row_groups), each on a group of the threads that split its units; on AVX-512 the shares
+    narrower than their panels run on gate blocks packed side by side (both nOut's have
+    counts that do and that do not, in each dtype). Only the order of the sums over K changes
+    with the split: float64 agrees to 1e-12, float32 to 1e-5 (its ε times sums of ~50 terms
+    over 6 steps); a unit or a gate in the wrong place is off by 1e-2 or more."""
     dims = DIMS._replace(sL=6, bS=17, nOut=nOut)
     arrays = draw(family, dims, dtype, seed=6)
     options = dict(options, seq_len=np.array([6, 0, 3] + [6, 5] * 7), forward=False)
@@ -169,10 +170,13 @@ def test_every_thread_count_gives_one_threads_results(family, options, dtype, nO
     # One thread's share, every unit: side by side at nOut = 40 alone, on AVX-512 alone.
     assert (_time_loop.packs_gates_side_by_side(4, 4, nOut, dtype)
             == (nOut == 40 and _isa.instruction_set() == "avx512"))
+    assert [_time_loop.row_groups(n, dims.bS, nOut, nOut, family.gates, False,
+                                  np.dtype(dtype).itemsize)
+            for n in (2, 3, 4, 5, 8, 16, 64)] == [1, 1, 2, 1, 2, 2, 2]
     with _isa.forced("generic"):
         expected = run(1)
     tol = 1e-12 if dtype == np.float64 else 1e-5
-    for n_threads in (1, 2, 3, 5, 16, 64):
+    for n_threads in (1, 2, 3, 4, 5, 8, 16, 64):
         for k, (a, b) in enumerate(zip(run(n_threads), expected)):
             np.testing.assert_allclose(a, b, rtol=tol, atol=tol,
                                        err_msg=f"{n_threads} threads, output {k}")
