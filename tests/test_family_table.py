@@ -41,17 +41,40 @@ def test_the_kernels_source_defines_the_familys_kernels(name):
     assert cuda.KERNEL_PHASES[name] == ("forward", "backward", *second)
 
 
-def test_a_row_whose_phases_contradict_its_blocks_does_not_compile(tmp_path):
+RNN_FIELDS = ["(name, rnn)", "(steps, rnn)", "(source, rnn)", "(gates, 1)", "(cell_state, 0)",
+              "(h_blocks, 1)", "(phases, 1)", "(aux, 0)", "(aux_kept, 0)",
+              "(aux_grad_block, -1)", "(param_blocks, 0)", "(param_grad, NONE)",
+              "(projects, 0)", "(row_reduction, 0)", "(recurrent_product, 1)"]
+
+
+def compile_with_rnn_row(tmp_path, fields):
+    """Compile families.h with the RNN's row replaced by `fields`: the compiler's result."""
     cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
     if shutil.which(cc[0]) is None:
         pytest.skip(f"no C compiler ({cc[0]})")
-    source = tmp_path / "bad_row.c"
+    source = tmp_path / "row.c"
     source.write_text('#include "cells/family_rows.h"\n'
                       "#undef CELLS_FAMILY_RNN\n"
-                      "#define CELLS_FAMILY_RNN rnn, rnn, rnn, 1, 0, 1, 2, 0, 0, -1, 0, NONE, "
-                      "0, 0, 1\n"
+                      f"#define CELLS_FAMILY_RNN {', '.join(fields)}\n"
                       '#include "cells/families.h"\n'
                       "int main(void) { return 0; }\n")
-    build = subprocess.run([*cc, *FLAGS, "-I", str(ROOT / "include"), "-c", str(source), "-o",
-                            str(tmp_path / "bad_row.o")], capture_output=True, text=True)
+    return subprocess.run([*cc, *FLAGS, "-I", str(ROOT / "include"), "-c", str(source), "-o",
+                           str(tmp_path / "row.o")], capture_output=True, text=True)
+
+
+def test_the_rnn_row_as_written_here_compiles(tmp_path):
+    assert compile_with_rnn_row(tmp_path, RNN_FIELDS).returncode == 0
+
+
+def test_a_row_whose_phases_contradict_its_blocks_does_not_compile(tmp_path):
+    build = compile_with_rnn_row(tmp_path, [f.replace("(phases, 1)", "(phases, 2)")
+                                            for f in RNN_FIELDS])
     assert build.returncode != 0 and "cells_phases_of_RNN" in build.stderr
+
+
+def test_a_field_in_another_fields_place_does_not_compile(tmp_path):
+    """Two fields swapped (gates and cell_state): each accessor finds the other's name."""
+    fields = list(RNN_FIELDS)
+    fields[3], fields[4] = fields[4], fields[3]
+    build = compile_with_rnn_row(tmp_path, fields)
+    assert build.returncode != 0 and "CELLS_FAMILY_FIELD_gates_cell_state" in build.stderr

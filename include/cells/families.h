@@ -47,16 +47,21 @@ typedef struct {
     int recurrent_product;
 } cells_family_info;
 
-#define CELLS_FAMILY_INFO_(name, steps, source, gates, cell_state, h_blocks, phases, aux,     \
-                           aux_kept, aux_grad_block, param_blocks, param_grad, projects,      \
-                           row_reduction, recurrent_product)                                  \
-    {gates, cell_state, h_blocks, phases, aux, aux_kept, aux_grad_block, param_blocks,        \
-     CELLS_PARAM_GRAD_##param_grad, projects, row_reduction, recurrent_product},
-#define CELLS_FAMILY_TABLE_ROW_(TAG) CELLS_FAMILY_APPLY(CELLS_FAMILY_INFO_, CELLS_FAMILY_##TAG)
+/* CELLS_PARAM_GRAD_<the row's param_grad> */
+#define CELLS_FAMILY_PARAM_GRAD_OF_(value) CELLS_PARAM_GRAD_##value
+#define CELLS_FAMILY_INFO_(row)                                                               \
+    {CELLS_FAMILY_GATES(row), CELLS_FAMILY_CELL_STATE(row), CELLS_FAMILY_H_BLOCKS(row),      \
+     CELLS_FAMILY_PHASES(row), CELLS_FAMILY_AUX(row), CELLS_FAMILY_AUX_KEPT(row),            \
+     CELLS_FAMILY_AUX_GRAD_BLOCK(row), CELLS_FAMILY_PARAM_BLOCKS(row),                       \
+     CELLS_FAMILY_APPLY(CELLS_FAMILY_PARAM_GRAD_OF_, CELLS_FAMILY_PARAM_GRAD(row)),          \
+     CELLS_FAMILY_PROJECTS(row), CELLS_FAMILY_ROW_REDUCTION(row),                            \
+     CELLS_FAMILY_RECURRENT_PRODUCT(row)},
+#define CELLS_FAMILY_TABLE_ROW_(TAG) CELLS_FAMILY_INFO_(CELLS_FAMILY_##TAG)
 static const cells_family_info cells_families[CELLS_FAMILIES] = {
     CELLS_FAMILY_LIST(CELLS_FAMILY_TABLE_ROW_)};
 #undef CELLS_FAMILY_TABLE_ROW_
 #undef CELLS_FAMILY_INFO_
+#undef CELLS_FAMILY_PARAM_GRAD_OF_
 
 /* Each family's name in Python and the source of its steps and kernels (cells/<source>.h,
  * cells/kernels/<source>.cu). */

@@ -5,7 +5,7 @@
  * KERNEL_PHASES), and the preprocessor constants of the GPU kernels (cells/kernels/<source>.cu,
  * which read their row's fields with CELLS_FAMILY_<FIELD>(row)).
  *
- * A row's fields, in order:
+ * A row's fields, in order, each written as (field, value):
  *   name            its name in Python (a token: "gru_reset_before" there; also the middle of
  *                   its GPU kernels' names, cells_kernel_<name>_forward_f)
  *   steps           the prefix of its steps (cells/step.h): cells_<steps>_forward_f, ..._d,
@@ -42,23 +42,46 @@
 #ifndef CELLS_FAMILY_ROWS_H
 #define CELLS_FAMILY_ROWS_H
 
-/* The rows, their fields in the order above. */
-#define CELLS_FAMILY_GRU_RESET_BEFORE \
-    gru_reset_before,        gru_rb,  gru,  3, 0, 2, 2, 1, 0, -1, 0, NONE,      0, 0, 1
-#define CELLS_FAMILY_GRU_LINEAR_BEFORE_RESET \
-    gru_linear_before_reset, gru_lbr, gru,  3, 0, 3, 1, 1, 1,  2, 1, AUX,       0, 0, 1
-#define CELLS_FAMILY_LSTM \
-    lstm,                    lstm,    lstm, 4, 1, 4, 1, 0, 0, -1, 3, PEEPHOLES, 1, 0, 1
-#define CELLS_FAMILY_LLTM \
-    lltm,                    lltm,    lltm, 3, 1, 3, 1, 0, 0, -1, 0, NONE,      0, 0, 1
-#define CELLS_FAMILY_RNN \
-    rnn,                     rnn,     rnn,  1, 0, 1, 1, 0, 0, -1, 0, NONE,      0, 0, 1
-#define CELLS_FAMILY_LAYER_NORM_LSTM \
-    layer_norm_lstm, layer_norm_lstm, layer_norm, 4, 1, 4, 1, 8, 1, 0, 14, STEPS, 0, 1, 1
-#define CELLS_FAMILY_LAYER_NORM_GRU \
-    layer_norm_gru,  layer_norm_gru,  layer_norm, 3, 0, 3, 1, 6, 1, 0, 12, STEPS, 0, 1, 1
-#define CELLS_FAMILY_INDRNN \
-    indrnn,          indrnn,          indrnn,     1, 0, 1, 1, 0, 0, -1, 1, STEPS, 0, 0, 0
+/* The rows: each field a pair (field, value), in the order above. A field's accessor below
+ * checks its name: a value in another field's place does not compile (an undefined
+ * CELLS_FAMILY_FIELD_<expected>_<given>). */
+#define CELLS_FAMILY_GRU_RESET_BEFORE                                                         \
+    (name, gru_reset_before), (steps, gru_rb), (source, gru), (gates, 3), (cell_state, 0),   \
+    (h_blocks, 2), (phases, 2), (aux, 1), (aux_kept, 0), (aux_grad_block, -1),              \
+    (param_blocks, 0), (param_grad, NONE), (projects, 0), (row_reduction, 0),                \
+    (recurrent_product, 1)
+#define CELLS_FAMILY_GRU_LINEAR_BEFORE_RESET                                                  \
+    (name, gru_linear_before_reset), (steps, gru_lbr), (source, gru), (gates, 3),           \
+    (cell_state, 0), (h_blocks, 3), (phases, 1), (aux, 1), (aux_kept, 1),                    \
+    (aux_grad_block, 2), (param_blocks, 1), (param_grad, AUX), (projects, 0),                \
+    (row_reduction, 0), (recurrent_product, 1)
+#define CELLS_FAMILY_LSTM                                                                     \
+    (name, lstm), (steps, lstm), (source, lstm), (gates, 4), (cell_state, 1), (h_blocks, 4), \
+    (phases, 1), (aux, 0), (aux_kept, 0), (aux_grad_block, -1), (param_blocks, 3),          \
+    (param_grad, PEEPHOLES), (projects, 1), (row_reduction, 0), (recurrent_product, 1)
+#define CELLS_FAMILY_LLTM                                                                     \
+    (name, lltm), (steps, lltm), (source, lltm), (gates, 3), (cell_state, 1), (h_blocks, 3), \
+    (phases, 1), (aux, 0), (aux_kept, 0), (aux_grad_block, -1), (param_blocks, 0),          \
+    (param_grad, NONE), (projects, 0), (row_reduction, 0), (recurrent_product, 1)
+#define CELLS_FAMILY_RNN                                                                      \
+    (name, rnn), (steps, rnn), (source, rnn), (gates, 1), (cell_state, 0), (h_blocks, 1),    \
+    (phases, 1), (aux, 0), (aux_kept, 0), (aux_grad_block, -1), (param_blocks, 0),          \
+    (param_grad, NONE), (projects, 0), (row_reduction, 0), (recurrent_product, 1)
+#define CELLS_FAMILY_LAYER_NORM_LSTM                                                          \
+    (name, layer_norm_lstm), (steps, layer_norm_lstm), (source, layer_norm), (gates, 4),    \
+    (cell_state, 1), (h_blocks, 4), (phases, 1), (aux, 8), (aux_kept, 1),                    \
+    (aux_grad_block, 0), (param_blocks, 14), (param_grad, STEPS), (projects, 0),             \
+    (row_reduction, 1), (recurrent_product, 1)
+#define CELLS_FAMILY_LAYER_NORM_GRU                                                           \
+    (name, layer_norm_gru), (steps, layer_norm_gru), (source, layer_norm), (gates, 3),      \
+    (cell_state, 0), (h_blocks, 3), (phases, 1), (aux, 6), (aux_kept, 1),                    \
+    (aux_grad_block, 0), (param_blocks, 12), (param_grad, STEPS), (projects, 0),             \
+    (row_reduction, 1), (recurrent_product, 1)
+#define CELLS_FAMILY_INDRNN                                                                   \
+    (name, indrnn), (steps, indrnn), (source, indrnn), (gates, 1), (cell_state, 0),          \
+    (h_blocks, 1), (phases, 1), (aux, 0), (aux_kept, 0), (aux_grad_block, -1),              \
+    (param_blocks, 1), (param_grad, STEPS), (projects, 0), (row_reduction, 0),               \
+    (recurrent_product, 0)
 
 /* Every family, in the order of enum cells_family: X(TAG) for the row CELLS_FAMILY_<TAG>. */
 #define CELLS_FAMILY_LIST(X) \
@@ -71,24 +94,48 @@
     X(LAYER_NORM_GRU)        \
     X(INDRNN)
 
-/* One field of a row: CELLS_FAMILY_GATES(CELLS_FAMILY_LSTM) is 4. CELLS_FAMILY_APPLY(M, row)
- * is M(the row's fields): the indirection expands the row into its fields first. */
+/* One field of a row: CELLS_FAMILY_GATES(CELLS_FAMILY_LSTM) is 4 (the row, or its fields:
+ * the accessors take either). CELLS_FAMILY_APPLY(M, row) is M(the row's fields). A field's
+ * accessor takes the pair in its place and keeps its value where the pair names the field,
+ * CELLS_FAMILY_FIELD_<field>_<field>(value); any other name leaves an undefined
+ * CELLS_FAMILY_FIELD_<field>_<other>(value), which does not compile. */
 #define CELLS_FAMILY_APPLY(M, ...) M(__VA_ARGS__)
-#define CELLS_FAMILY_NAME(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_0_, row)
-#define CELLS_FAMILY_STEPS(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_1_, row)
-#define CELLS_FAMILY_SOURCE(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_2_, row)
-#define CELLS_FAMILY_GATES(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_3_, row)
-#define CELLS_FAMILY_CELL_STATE(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_4_, row)
-#define CELLS_FAMILY_H_BLOCKS(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_5_, row)
-#define CELLS_FAMILY_PHASES(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_6_, row)
-#define CELLS_FAMILY_AUX(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_7_, row)
-#define CELLS_FAMILY_AUX_KEPT(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_8_, row)
-#define CELLS_FAMILY_AUX_GRAD_BLOCK(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_9_, row)
-#define CELLS_FAMILY_PARAM_BLOCKS(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_10_, row)
-#define CELLS_FAMILY_PARAM_GRAD(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_11_, row)
-#define CELLS_FAMILY_PROJECTS(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_12_, row)
-#define CELLS_FAMILY_ROW_REDUCTION(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_13_, row)
-#define CELLS_FAMILY_RECURRENT_PRODUCT(row) CELLS_FAMILY_APPLY(CELLS_FAMILY_ARG_14_, row)
+#define CELLS_FAMILY_UNPAREN_(...) __VA_ARGS__
+#define CELLS_FAMILY_CHECKED_(expected, given, value) CELLS_FAMILY_FIELD_##expected##_##given(value)
+#define CELLS_FAMILY_FIELD_(expected, pair)                                                   \
+    CELLS_FAMILY_APPLY(CELLS_FAMILY_CHECKED_, expected, CELLS_FAMILY_UNPAREN_ pair)
+#define CELLS_FAMILY_AT_(k, field, ...)                                                       \
+    CELLS_FAMILY_FIELD_(field, CELLS_FAMILY_ARG_##k##_(__VA_ARGS__))
+#define CELLS_FAMILY_NAME(...) CELLS_FAMILY_AT_(0, name, __VA_ARGS__)
+#define CELLS_FAMILY_STEPS(...) CELLS_FAMILY_AT_(1, steps, __VA_ARGS__)
+#define CELLS_FAMILY_SOURCE(...) CELLS_FAMILY_AT_(2, source, __VA_ARGS__)
+#define CELLS_FAMILY_GATES(...) CELLS_FAMILY_AT_(3, gates, __VA_ARGS__)
+#define CELLS_FAMILY_CELL_STATE(...) CELLS_FAMILY_AT_(4, cell_state, __VA_ARGS__)
+#define CELLS_FAMILY_H_BLOCKS(...) CELLS_FAMILY_AT_(5, h_blocks, __VA_ARGS__)
+#define CELLS_FAMILY_PHASES(...) CELLS_FAMILY_AT_(6, phases, __VA_ARGS__)
+#define CELLS_FAMILY_AUX(...) CELLS_FAMILY_AT_(7, aux, __VA_ARGS__)
+#define CELLS_FAMILY_AUX_KEPT(...) CELLS_FAMILY_AT_(8, aux_kept, __VA_ARGS__)
+#define CELLS_FAMILY_AUX_GRAD_BLOCK(...) CELLS_FAMILY_AT_(9, aux_grad_block, __VA_ARGS__)
+#define CELLS_FAMILY_PARAM_BLOCKS(...) CELLS_FAMILY_AT_(10, param_blocks, __VA_ARGS__)
+#define CELLS_FAMILY_PARAM_GRAD(...) CELLS_FAMILY_AT_(11, param_grad, __VA_ARGS__)
+#define CELLS_FAMILY_PROJECTS(...) CELLS_FAMILY_AT_(12, projects, __VA_ARGS__)
+#define CELLS_FAMILY_ROW_REDUCTION(...) CELLS_FAMILY_AT_(13, row_reduction, __VA_ARGS__)
+#define CELLS_FAMILY_RECURRENT_PRODUCT(...) CELLS_FAMILY_AT_(14, recurrent_product, __VA_ARGS__)
+#define CELLS_FAMILY_FIELD_name_name(value) value
+#define CELLS_FAMILY_FIELD_steps_steps(value) value
+#define CELLS_FAMILY_FIELD_source_source(value) value
+#define CELLS_FAMILY_FIELD_gates_gates(value) value
+#define CELLS_FAMILY_FIELD_cell_state_cell_state(value) value
+#define CELLS_FAMILY_FIELD_h_blocks_h_blocks(value) value
+#define CELLS_FAMILY_FIELD_phases_phases(value) value
+#define CELLS_FAMILY_FIELD_aux_aux(value) value
+#define CELLS_FAMILY_FIELD_aux_kept_aux_kept(value) value
+#define CELLS_FAMILY_FIELD_aux_grad_block_aux_grad_block(value) value
+#define CELLS_FAMILY_FIELD_param_blocks_param_blocks(value) value
+#define CELLS_FAMILY_FIELD_param_grad_param_grad(value) value
+#define CELLS_FAMILY_FIELD_projects_projects(value) value
+#define CELLS_FAMILY_FIELD_row_reduction_row_reduction(value) value
+#define CELLS_FAMILY_FIELD_recurrent_product_recurrent_product(value) value
 #define CELLS_FAMILY_ARG_0_(x, ...) x
 #define CELLS_FAMILY_ARG_1_(_0, x, ...) x
 #define CELLS_FAMILY_ARG_2_(_0, _1, x, ...) x
