@@ -6,29 +6,7 @@ importing CuPy, so that `import cells` never needs it and a call mixing them wit
 a clear TypeError; the GPU backend imports CuPy when it runs (an ImportError saying what to
 install where it is missing).
 """
-import numpy as np
-
-
-def on_gpu(a):
-    """Whether `a` is a CuPy array (told by its type's module: CuPy need not be importable)."""
-    return type(a) is not np.ndarray and type(a).__module__.startswith("cupy")
-
-
-def array_module(a):
-    """The array module of `a`'s kind: numpy, or cupy for a CuPy array (imported then, with an
-    ImportError saying what to install where it is missing)."""
-    if on_gpu(a):
-        from cells import cuda
-        return cuda.import_cupy()
-    return np
-
-
-def type_name(a):
-    """numpy.ndarray, cupy.ndarray, list, ...: the type's top-level package and name."""
-    kind = type(a)
-    if kind.__module__ == "builtins":
-        return kind.__qualname__
-    return f"{kind.__module__.partition('.')[0]}.{kind.__qualname__}"
+from cells._arrays import on_gpu, type_name
 
 
 def select(**arrays):
@@ -47,8 +25,8 @@ def select(**arrays):
         elif on_gpu(a) != on_gpu(first[1]):
             raise TypeError(f"{name}: expected a {type_name(first[1])} as {first[0]} (one call "
                             f"takes NumPy arrays or CuPy arrays, not both), got {type_name(a)}")
-    # Imported on first use: cells._cpu imports the kernels, which import cells._validate, which
-    # imports this module.
+    # Imported on first use: cells._gpu imports nothing of CuPy at import, but cells._cpu
+    # loads the compiled kernels.
     if first is not None and on_gpu(first[1]):
         from cells import _gpu
         return _gpu

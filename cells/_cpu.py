@@ -18,7 +18,7 @@ The contract of the family functions:
   - they return new C-ordered arrays of the inputs' dtype, plain (no NamedTuple): the face
     builds its results and workspaces from them. One exception: where Wx and Wh are in
     PyTorch's layout (cells._params.torch_layout: both F-ordered), dL/dWx and dL/dWh are
-    F-ordered too (this loop reads such weights where they are: _weights_as_read);
+    F-ordered too (this loop reads such weights where they are: weights_as_read);
   - a forward with keep=True also returns every step's saved arrays, in the field order of the
     family's workspace (GruWorkspace: h, gates, hc; LstmWorkspace: h, c, gates; LltmWorkspace:
     h, gates, c; RnnWorkspace: h, gates); without keep those are None;
@@ -36,7 +36,7 @@ import contextlib
 import numpy as np
 
 from cells import _time_loop
-from cells import _validate as check
+from cells import _arrays
 from cells._family_calls import FamilyCalls
 from cells._params import torch_layout
 from cells._threads import openmp_pool, sequential_blas, time_loop_threads
@@ -58,7 +58,7 @@ def _c_order(a):
     return None if a is None else np.ascontiguousarray(a)
 
 
-def _weights_as_read(Wx, Wh):
+def weights_as_read(Wx, Wh):
     """(transposed, Wx, Wh) as the time loop reads the weights Wx [nIn, G] and Wh [nState, G]
     (None for the LLTM's W): in PyTorch's layout (torch_layout), their C-ordered transposes,
     read where they are; else in C order (a copy of one that is not)."""
@@ -117,7 +117,7 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     if n_threads is None:
         n_threads = _threads(fam, dims, nState)
     allocate = _allocator(n_threads)
-    transposed, Wx, Wh = _weights_as_read(Wx, Wh)
+    transposed, Wx, Wh = weights_as_read(Wx, Wh)
     gates = allocate((steps, bS, G), dtype)
     c = allocate((sL, bS, nOut), dtype) if (keep or c_steps) and cell_state else None
     aux = allocate(((steps if aux_kept else 1), bS, has_aux * nOut), dtype) if has_aux else None
@@ -166,7 +166,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
         n_threads = _threads(fam, dims, nState)
     allocate = _allocator(n_threads)
     h, gates, c, aux, m = saved
-    transposed, Wx, Wh = _weights_as_read(Wx, Wh)
+    transposed, Wx, Wh = weights_as_read(Wx, Wh)
     gates = _c_order(gates)   # a copy only for a cell's gates put together by its face
     if has_aux and not aux_kept:
         aux = allocate((sL, bS, has_aux * nOut), dtype)
@@ -199,7 +199,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
             dLdWh=_loop_order(dLdWh, transposed), dLdW=dLdW, dLdb=dLdb, dLdP=dLdP,
             dLdWproj=dLdWproj, openmp=openmp_pool(),
             part_sums=allocate((n_threads, (n_gates + fam.param_blocks) * nOut), dtype))
-    check.consume_workspace(gates, aux if aux_kept else None)
+    _arrays.consume_workspace(gates, aux if aux_kept else None)
     if W is not None:
         dLdWx, dLdWh = dLdW, None
     return dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP, dLdWproj

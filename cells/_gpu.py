@@ -25,7 +25,7 @@ arrays to cells._cpu, never here).
 """
 import numpy as np
 
-from cells import _backend, _time_loop, cuda
+from cells import _arrays, _time_loop, cuda
 from cells._family_calls import FamilyCalls
 from cells._params import torch_layout
 from cells._time_loop import LSTM_ACTIVATIONS
@@ -38,7 +38,7 @@ FAMILIES = {name: _time_loop.family(name) for name in _time_loop.FAMILIES}
 def _runtime(a):
     """(xp, launcher) for array `a`: CuPy and the device's kernels for a CuPy array, NumPy and
     the shim's kernels otherwise."""
-    if _backend.on_gpu(a):
+    if _arrays.on_gpu(a):
         return cuda.import_cupy(), cuda.device_launcher()
     return np, cuda.cpu_launcher()
 
@@ -405,4 +405,4 @@ def _param_grad(xp, fam, dims, seq_len, fwd, dz, aux, cI, c):
 # The family functions (cells/_family_calls.py), on the loops above
 # ---------------------------------------------------------------------------------------------
 
-calls = FamilyCalls(_forward, _backward, _backend.array_module)
+calls = FamilyCalls(_forward, _backward, _arrays.array_module)

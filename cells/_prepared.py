@@ -19,8 +19,8 @@ import numpy as np
 
 from cells import _time_loop
 from cells import _validate as check
-from cells._backend import type_name
-from cells._cpu import _weights_as_read
+from cells._arrays import type_name
+from cells._cpu import weights_as_read
 from cells._threads import check_n_threads, max_threads, threads_for_work
 
 # n_threads=None runs a call on a second thread only where each thread gets at least
@@ -403,7 +403,7 @@ def prepare_net(family, State, options, loop_family, nIn, nOut, dtype, *, Wx=Non
                          f"nState={nState}")
     transposed = False
     if W is None and quantized is None:
-        transposed, Wx, Wh = _weights_as_read(Wx, Wh)
+        transposed, Wx, Wh = weights_as_read(Wx, Wh)
     weights = _time_loop.prepare(loop_family, nIn, nOut, dtype=dtype, Wx=Wx, Wh=Wh,
                                  W=None if W is None else np.ascontiguousarray(W),
                                  weights_transposed=transposed, b=b, P=P,

@@ -3,9 +3,11 @@
 Errors name the argument, say what was expected and what was given: a TypeError for a wrong
 kind of object or dtype, a ValueError for a wrong shape or value.
 """
+import numbers
+
 import numpy as np
 
-from cells import _backend
+from cells import _arrays, _backend
 
 REAL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -26,7 +28,7 @@ def real_arrays(optional=(), **arrays):
     for name, a in arrays.items():
         if a is None and name in optional:
             continue
-        if not (isinstance(a, np.ndarray) or _backend.on_gpu(a)):
+        if not (isinstance(a, np.ndarray) or _arrays.on_gpu(a)):
             raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
         if a.dtype not in REAL_DTYPES:
             raise TypeError(f"{name}: expected dtype float32 or float64, got {a.dtype}")
@@ -108,12 +110,12 @@ def seq_len(lengths, sL, bS, like, names=("seq_len", "sL", "bS"), outside=""):
     name, steps, batch = names
     if lengths is None:
         return None
-    gpu = _backend.on_gpu(like)
+    gpu = _arrays.on_gpu(like)
     expected = (f"{name}: expected None or an integer array [{batch}] (a numpy.ndarray"
                 f"{', or a cupy.ndarray' if gpu else ''})")
-    on_device = _backend.on_gpu(lengths)
+    on_device = _arrays.on_gpu(lengths)
     if on_device and not gpu or not (on_device or isinstance(lengths, np.ndarray)):
-        raise TypeError(f"{expected}, got {_backend.type_name(lengths)}")
+        raise TypeError(f"{expected}, got {_arrays.type_name(lengths)}")
     if lengths.dtype.kind not in "iu":
         raise TypeError(f"{expected}, got dtype {lengths.dtype}")
     shape(name, lengths, (bS,), f"[{batch}]")
@@ -135,8 +137,8 @@ def workspace(ws, kind, backward, x, shapes_of, arrays, consumed, **options):
         the kind (NumPy or CuPy) and dtype of this call's x, with this call's shapes;
       - the NumPy buffers named in `consumed` (fields that may be None), which the CPU backward
         overwrites with gradients, have not been used by one already (the first leaves them
-        read-only: consume_workspace). The GPU backward leaves its workspace intact (CuPy
-        arrays cannot be made read-only)."""
+        read-only: cells._arrays.consume_workspace). The GPU backward leaves its workspace
+        intact (CuPy arrays cannot be made read-only)."""
     if not isinstance(ws, kind):
         raise TypeError(f"workspace: expected the {kind.__name__} returned by "
                         f"{backward[:-2]}, got {type(ws).__name__}")
@@ -146,17 +148,17 @@ def workspace(ws, kind, backward, x, shapes_of, arrays, consumed, **options):
                                                  and not np.array_equal(made, value)):
             raise ValueError(f"workspace: it was made with {name}={made}, this call has "
                              f"{name}={value}")
-    expected_kind = _backend.type_name(x)
+    expected_kind = _arrays.type_name(x)
     for name, expected in arrays.items():
         a = getattr(ws, name)
-        if _backend.type_name(a) != expected_kind or a.dtype != x.dtype:
-            got = f"{getattr(a, 'dtype', '')} {_backend.type_name(a)}".strip()
+        if _arrays.type_name(a) != expected_kind or a.dtype != x.dtype:
+            got = f"{getattr(a, 'dtype', '')} {_arrays.type_name(a)}".strip()
             raise TypeError(f"workspace.{name}: expected a {x.dtype} {expected_kind} (as x), "
                             f"got {got}")
         shape(f"workspace.{name}", a, expected, f"(the shapes of this call's {shapes_of})")
     for name in consumed:
         a = getattr(ws, name)
-        if a is None or _backend.on_gpu(a):
+        if a is None or _arrays.on_gpu(a):
             continue
         if not a.flags.writeable:
             raise ValueError(f"workspace.{name} is read-only: this workspace was used by "
@@ -167,20 +169,13 @@ def workspace(ws, kind, backward, x, shapes_of, arrays, consumed, **options):
                              f"pass returned")
 
 
-def consume_workspace(*buffers):
-    """Mark buffers the backward pass has overwritten with gradients read-only."""
-    for a in buffers:
-        if a is not None:
-            a.flags.writeable = False
-
-
 def numpy_weights(**arrays):
     """prepare's first check: every array is a float32 or float64 NumPy array, all of one
     dtype (prepared nets run on the CPU; a CuPy array is a TypeError)."""
     for name, a in arrays.items():
-        if _backend.on_gpu(a):
+        if _arrays.on_gpu(a):
             raise TypeError(f"{name}: expected a numpy.ndarray (prepared nets run on the CPU), "
-                            f"got {_backend.type_name(a)}")
+                            f"got {_arrays.type_name(a)}")
     real_arrays(optional=tuple(arrays), **arrays)
 
 
@@ -213,14 +208,23 @@ def zoneout(value, sL, bS, nOut, like):
     if isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, bool):
         if not 0 <= value <= 1:
             raise ValueError(f"zoneout: expected a probability in [0, 1], got {value}")
-        xp = _backend.array_module(like)
+        xp = _arrays.array_module(like)
         return xp.full(1, 1 - float(value), like.dtype)
-    if not (isinstance(value, np.ndarray) or _backend.on_gpu(value)):
+    if not (isinstance(value, np.ndarray) or _arrays.on_gpu(value)):
         raise TypeError(f"zoneout: expected None, a probability or a mask array "
                         f"[sL, bS, nOut], got {type(value).__name__}")
-    if _backend.type_name(value) != _backend.type_name(like) or value.dtype != like.dtype:
+    if _arrays.type_name(value) != _arrays.type_name(like) or value.dtype != like.dtype:
         raise TypeError(f"zoneout: expected a mask of x's dtype {like.dtype} "
-                        f"({_backend.type_name(like)}), got {value.dtype} "
-                        f"{_backend.type_name(value)}")
+                        f"({_arrays.type_name(like)}), got {value.dtype} "
+                        f"{_arrays.type_name(value)}")
     shape("zoneout", value, (sL, bS, nOut), "[sL, bS, nOut]")
     return value
+
+
+def cell_clip(value, name="cell_clip"):
+    """The cell clip argument `name`: a real number >= 0 (0: no clipping)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a float >= 0, got {value!r}")
+    if not float(value) >= 0:
+        raise ValueError(f"{name}: expected a float >= 0 (0: no clipping), got {value!r}")
+    return float(value)

@@ -101,7 +101,7 @@ from typing import TYPE_CHECKING, List, NamedTuple, Optional, Tuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cells import _backend
+from cells._arrays import array_module, on_gpu
 from cells import _validate as check
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def gru_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional
         ("bias_ih", "bias_hh"),
         weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
     H = _check_torch(3, weight_ih, weight_hh, bias_ih, bias_hh)
-    b = _backend.array_module(weight_ih).stack([_or_zeros(bias_ih, 3 * H, weight_ih),
+    b = array_module(weight_ih).stack([_or_zeros(bias_ih, 3 * H, weight_ih),
                                                 _or_zeros(bias_hh, 3 * H, weight_ih)])
     return (_transposed(_reorder(weight_ih, _TORCH_GRU, _GRU, axis=0)),
             _transposed(_reorder(weight_hh, _TORCH_GRU, _GRU, axis=0)),
@@ -462,7 +462,7 @@ def gru_from_block(Wru: ArrayLike, Wc: ArrayLike, bru: ArrayLike,
     check.shape("Wru", Wru, (nIn + nOut, 2 * nOut), "[nIn+nOut, 2*nOut] (nIn, nOut from Wc)")
     check.shape("bru", bru, (2 * nOut,), "[2*nOut]")
     check.shape("bc", bc, (nOut,), "[nOut]")
-    xp = _backend.array_module(Wru)
+    xp = array_module(Wru)
     return (xp.concatenate([Wru[:nIn], Wc[:nIn]], axis=1),
             xp.concatenate([Wru[nIn:], Wc[nIn:]], axis=1), xp.concatenate([bru, bc]))
 
@@ -504,7 +504,7 @@ def gru_to_block(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
             "block equivalent")
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     H = _check_gru(Wx, Wh, b)
-    xp = _backend.array_module(Wx)
+    xp = array_module(Wx)
     Wru = xp.concatenate([Wx[:, :2 * H], Wh[:, :2 * H]])
     Wc = xp.concatenate([Wx[:, 2 * H:], Wh[:, 2 * H:]])
     bias = _fold(b, False)
@@ -783,7 +783,7 @@ def lstm_to_onnx(Wx: ArrayLike, Wr: ArrayLike, b: Optional[ArrayLike] = None,
     P = None if Wp is None else _reorder(Wp, _PEEPHOLES, _ONNX_PEEPHOLES)[None]
     return (_transposed(_reorder(Wx, _LSTM, _ONNX_LSTM))[None],
             _transposed(_reorder(Wr, _LSTM, _ONNX_LSTM))[None],
-            _backend.array_module(Wx).concatenate([Wb, _zeros(4 * H, Wx)])[None], P)
+            array_module(Wx).concatenate([Wb, _zeros(4 * H, Wx)])[None], P)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -821,7 +821,7 @@ def rnn_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional
         ("bias_ih", "bias_hh"),
         weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
     H = _check_torch(1, weight_ih, weight_hh, bias_ih, bias_hh)
-    b = _backend.array_module(weight_ih).stack([_or_zeros(bias_ih, H, weight_ih),
+    b = array_module(weight_ih).stack([_or_zeros(bias_ih, H, weight_ih),
                                                 _or_zeros(bias_hh, H, weight_ih)])
     return _transposed(weight_ih), _transposed(weight_hh), b
 
@@ -1236,7 +1236,7 @@ def _arrays(optional=(), **arrays):
             if a.dtype not in (torch.float32, torch.float64):
                 raise TypeError(f"{name}: expected dtype float32 or float64, got {a.dtype}")
             a = a.detach().cpu().numpy()
-        out[name] = a if a is None or _backend.on_gpu(a) else np.asarray(a)
+        out[name] = a if a is None or on_gpu(a) else np.asarray(a)
     check.real_arrays(optional=optional, **out)
     return tuple(out.values())
 
@@ -1245,7 +1245,7 @@ def _reorder(a, src, dst, axis=-1):
     """A new C-contiguous array: `a` with its gate blocks along `axis` (len(src) equal blocks,
     in the order `src`) in the order `dst`. Orders are strings of cells' gate letters:
     _reorder(W, "urc", "ruc", axis=0) takes ONNX's (z, r, h) rows to cells' (r, u, c)."""
-    xp = _backend.array_module(a)
+    xp = array_module(a)
     blocks = dict(zip(src, xp.split(a, len(src), axis=axis)))
     return xp.concatenate([blocks[gate] for gate in dst], axis=axis)
 
@@ -1257,7 +1257,7 @@ def _transposed(a):
 
 def _zeros(shape, like):
     """New zeros of `like`'s dtype and kind (NumPy or CuPy)."""
-    return _backend.array_module(like).zeros(shape, like.dtype)
+    return array_module(like).zeros(shape, like.dtype)
 
 
 def _or_zeros(bias, n, like):
@@ -1268,7 +1268,7 @@ def _or_zeros(bias, n, like):
 def _two_rows(b):
     """A bias [n*H] or [2, n*H] as a new array [2, n*H] (rows bx, bh): a copy of b, or [b, 0]
     when b is [n*H] (a GRU's [3H], an RNN's [H])."""
-    xp = _backend.array_module(b)
+    xp = array_module(b)
     return b.copy() if b.ndim == 2 else xp.stack([b, xp.zeros_like(b)])
 
 

@@ -27,7 +27,7 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
-from cells import _backend
+from cells import _arrays
 from cells import _validate as check
 from cells._prepared import GruState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
@@ -297,12 +297,12 @@ def _checked(x, Wx, Wh, b, bh, gamma, hI, optional=(), **grads):
 def loop_params(b, bh, gamma):
     """The time loop's P [12nOut] of the parameters (include/cells/layer_norm_impl.h): b, bh,
     gamma's rows."""
-    return _backend.array_module(b).concatenate([b, bh, gamma.ravel()])
+    return _arrays.array_module(b).concatenate([b, bh, gamma.ravel()])
 
 
 def param_grads(dLdP, nOut):
     """(dLdb, dLdbh, dLdgamma), new arrays, from the time loop's dL/dP."""
     G = GATES * nOut
     dLdb, dLdbh, dLdgamma = (a.copy() for a in
-                             _backend.array_module(dLdP).split(dLdP, [G, 2 * G]))
+                             _arrays.array_module(dLdP).split(dLdP, [G, 2 * G]))
     return dLdb, dLdbh, dLdgamma.reshape(2, G)

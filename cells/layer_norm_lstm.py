@@ -26,7 +26,7 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
-from cells import _backend
+from cells import _arrays
 from cells import _validate as check
 from cells._prepared import LstmState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
@@ -337,13 +337,13 @@ def _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI, optional=(), **grads)
 def loop_params(b, gamma, gamma_h, beta_h):
     """The time loop's P [14nOut] of the parameters (include/cells/layer_norm_impl.h): b,
     gamma's rows, gamma_h, beta_h."""
-    return _backend.array_module(b).concatenate([b, gamma.ravel(), gamma_h, beta_h])
+    return _arrays.array_module(b).concatenate([b, gamma.ravel(), gamma_h, beta_h])
 
 
 def param_grads(dLdP, nOut):
     """(dLdb, dLdgamma, dLdgamma_h, dLdbeta_h), new arrays, from the time loop's dL/dP."""
     G = GATES * nOut
     dLdb, dLdgamma, dLdgamma_h, dLdbeta_h = (a.copy() for a in
-                                             _backend.array_module(dLdP).split(
+                                             _arrays.array_module(dLdP).split(
                                                  dLdP, [G, 3 * G, 3 * G + nOut]))
     return dLdb, dLdgamma.reshape(2, G), dLdgamma_h, dLdbeta_h

@@ -267,7 +267,7 @@ def lstmLayerCell(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.
     >>> h.shape, c.shape
     ((2, 4), (2, 4))
     """
-    clip = _cell_clip(cell_clip)
+    clip = check.cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2)
@@ -329,7 +329,7 @@ def lstmLayerCellBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[n
     >>> g.dLdWr.shape, g.dLdWp is None
     ((4, 16), True)
     """
-    clip = _cell_clip(cell_clip)
+    clip = check.cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
     backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2, dLdh=dLdh, dLdc=dLdc)
@@ -415,7 +415,7 @@ def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional
     >>> h.shape, hL.shape
     ((5, 2, 4), (2, 4))
     """
-    clip = _cell_clip(cell_clip)
+    clip = check.cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
     fwd = check.flag("forward", forward)
@@ -500,7 +500,7 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
     >>> g.dLdx.shape, g.dLdb.shape
     ((5, 2, 3), (16,))
     """
-    clip = _cell_clip(cell_clip)
+    clip = check.cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
     fwd = check.flag("forward", forward)
@@ -585,7 +585,7 @@ def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
     >>> h.shape, state.c.shape
     ((1, 2), (1, 2))
     """
-    clip = _cell_clip(cell_clip)
+    clip = check.cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
     options = {"cell_clip": clip, "gate_act": acts[0][0], "gate_alpha": acts[0][1],
@@ -628,15 +628,6 @@ def _prepare_quantized(qx: np.ndarray, sx: np.ndarray, qr: np.ndarray, sr: np.nd
 # ---------------------------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------------------------
-
-def _cell_clip(value, name="cell_clip"):
-    """The cell clip argument `name`: a real number >= 0 (0: no clipping)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}: expected a float >= 0, got {value!r}")
-    if not float(value) >= 0:
-        raise ValueError(f"{name}: expected a float >= 0 (0: no clipping), got {value!r}")
-    return float(value)
-
 
 def _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta, out_act,
                  out_alpha, out_beta):

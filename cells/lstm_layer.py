@@ -61,7 +61,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from cells import _backend
+from cells import _arrays
 from cells import _validate as check
 from cells import lstm
 
@@ -296,14 +296,14 @@ class _Op:
             # libnd4j's T-args are float32, also for double data.
             self.acts.update({f"{kind}_act": code, f"{kind}_alpha": _float32(alpha),
                               f"{kind}_beta": _float32(beta)})
-        self.clip = _float32(lstm._cell_clip(cellClip, "cellClip"))
+        self.clip = _float32(check.cell_clip(cellClip, "cellClip"))
         self.ret_h = check.flag("retFullSeq", retFullSeq)
         self.ret_hL = check.flag("retLastH", retLastH)
         self.ret_cL = check.flag("retLastC", retLastC)
         self.n_threads = n_threads
         check.real_arrays(optional=("b", "hI", "cI", "Wp"), x=x, Wx=Wx, Wr=Wr, b=b, hI=hI,
                           cI=cI, Wp=Wp)
-        self.dtype, self.xp = x.dtype, _backend.array_module(x)
+        self.dtype, self.xp = x.dtype, _arrays.array_module(x)
         check.ndim("x", x, 3, f"{DATA_FORMATS[self.df]} {X_LAYOUTS[self.df]}")
         self.D = 1 if self.dm < 2 else 2
         sL, bS, nIn = _x_dims(x.shape, self.df)
@@ -471,11 +471,11 @@ def _seq_len(seqLen, sL, bS, x):
     arrays, x's kind) is copied to the host."""
     if seqLen is None:
         return None
-    gpu = _backend.on_gpu(x)
-    if gpu and _backend.on_gpu(seqLen):
+    gpu = _arrays.on_gpu(x)
+    if gpu and _arrays.on_gpu(seqLen):
         seqLen = seqLen.get()
     if not isinstance(seqLen, np.ndarray) or seqLen.dtype.kind not in "iuf":
-        kind = seqLen.dtype if isinstance(seqLen, np.ndarray) else _backend.type_name(seqLen)
+        kind = seqLen.dtype if isinstance(seqLen, np.ndarray) else _arrays.type_name(seqLen)
         raise TypeError(f"seqLen: expected None or a numpy.ndarray{' or cupy.ndarray' * gpu} "
                         f"[bS] of integers or floats, got {kind}")
     lengths = np.trunc(seqLen).astype(np.int64) if seqLen.dtype.kind == "f" else seqLen

@@ -72,7 +72,7 @@ from typing import NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
-from cells import _backend
+from cells import _arrays
 from cells import _validate as check
 from cells.convert import _LSTM as _LSTM_GATES
 from cells.convert import _ONNX_LSTM, _ONNX_PEEPHOLES, _PEEPHOLES, _reorder
@@ -1029,7 +1029,7 @@ def _shapes(dims):
 
 def _zeros(dims, name, X):
     """Zeros in the ONNX shape of `name`, of X's dtype and kind."""
-    return _backend.array_module(X).zeros(_shapes(dims)[name][0], X.dtype)
+    return _arrays.array_module(X).zeros(_shapes(dims)[name][0], X.dtype)
 
 
 def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **optional):
@@ -1210,7 +1210,7 @@ def _initial_state(S, d, dims, X):
     """Direction d of initial_h or initial_c [batch_size, hidden_size]: zeros (of X's dtype and
     kind) when omitted."""
     if S is None:
-        return _backend.array_module(X).zeros((dims.batch_size, dims.hidden_size), X.dtype)
+        return _arrays.array_module(X).zeros((dims.batch_size, dims.hidden_size), X.dtype)
     return _state(S, d, dims.layout)
 
 
@@ -1220,7 +1220,7 @@ def _final_state(h, hI, lengths, forward):
     forward, 0 in reverse), the initial state hI for a row of length 0. lengths: None or
     integers [batch_size] (on the host or h's device)."""
     seq_length, batch_size, _ = h.shape
-    xp = _backend.array_module(h)
+    xp = _arrays.array_module(h)
     lengths = xp.full(batch_size, seq_length) if lengths is None else xp.asarray(lengths)
     ran = xp.flatnonzero(lengths > 0)
     final = hI.copy()

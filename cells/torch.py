@@ -100,7 +100,7 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 import cells
-from cells import _backend, _families, _torch_recompute, cuda
+from cells import _arrays, _families, _torch_recompute, cuda
 from cells._prepared import PreparedNet, call_together
 from cells._threads import on_openmp_pool, time_loop_threads
 
@@ -172,7 +172,7 @@ def _lengths(seq_len):
 
 def _tensor(a):
     """A result (a NumPy or CuPy array) as a tensor sharing its memory."""
-    return torch.from_dlpack(a) if _backend.on_gpu(a) else torch.from_numpy(a)
+    return torch.from_dlpack(a) if _arrays.on_gpu(a) else torch.from_numpy(a)
 
 
 def _n_threads(declared, x, nOut):
@@ -190,7 +190,7 @@ def _consumable(name, t):
     saved tensor survives for another backward (retain_graph=True). The GPU backward leaves its
     workspace intact: a CUDA tensor's buffer is shared."""
     a = _array(name, t)
-    return a if _backend.on_gpu(a) else a.copy()
+    return a if _arrays.on_gpu(a) else a.copy()
 
 
 def _no_workspace(x):

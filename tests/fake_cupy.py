@@ -2,7 +2,7 @@
 
 `fake_cupy.ndarray` is NumPy memory that behaves like a cupy.ndarray wherever cells could tell
 the difference:
-  - its type's module starts with "cupy", so cells._backend takes it for a CuPy array;
+  - its type's module starts with "cupy", so cells._arrays takes it for a CuPy array;
   - it refuses NumPy arrays as operands, indices and assigned values (CuPy never moves data
     between host and device implicitly) and is not made from one by NumPy's own functions:
     np.ascontiguousarray(a), np.full(...) give NumPy arrays, which the next operation refuses;
