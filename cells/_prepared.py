@@ -21,6 +21,7 @@ from cells import _time_loop
 from cells import _validate as check
 from cells._arrays import type_name
 from cells._cpu import weights_as_read
+from cells._params import kernel_clip
 from cells._threads import check_n_threads, max_threads, threads_for_work
 
 # n_threads=None runs a call on a second thread only where each thread gets at least
@@ -415,6 +416,26 @@ def prepare_net(family, State, options, loop_family, nIn, nOut, dtype, *, Wx=Non
 # prepare's `weights`: None keeps the weights' dtype; "int8" and "bfloat16" pack float32
 # weights into int8 or bfloat16 panels (include/cells/lowp.h states the numeric model).
 WEIGHT_KINDS = (None, "int8", "bfloat16")
+
+
+def prepare_lstm_quantized(qx, sx, qr, sr, b, *, Wp=None, n_threads=None):
+    """An LSTM prepared on int8 weights already quantized (cells.onnx.dynamic_quantize_lstm's):
+    qx [nIn, 4nOut] and qr [nOut, 4nOut] C-contiguous int8 in [-127, 127], gates (i, f, g, o),
+    with their column scales sx and sr [4nOut] (float32: the weight of q is q·s), packed as
+    given (not quantized again); b [4nOut] and Wp [3nOut] float32 or None; the default
+    activations, no cell clip. The caller has checked every argument. The net is what
+    ``cells.lstm.prepare(Wx, Wr, b, Wp=Wp, weights="int8")`` gives for weights whose q and
+    s_w these are."""
+    acts = _time_loop.LSTM_ACTIVATIONS
+    options = {"cell_clip": 0.0, "gate_act": acts[0][0], "gate_alpha": acts[0][1],
+               "gate_beta": acts[0][2], "cell_act": acts[1][0], "cell_alpha": acts[1][1],
+               "cell_beta": acts[1][2], "out_act": acts[2][0], "out_alpha": acts[2][1],
+               "out_beta": acts[2][2], "n_threads": check_n_threads(n_threads),
+               "weights": "int8"}
+    nIn, G = qx.shape
+    return prepare_net("lstm", LstmState, options, "lstm", nIn, G // 4, np.dtype(np.float32),
+                       b=b, P=Wp, quantized=(qx, sx, qr, sr), clip=kernel_clip(0.0),
+                       lstm_acts=acts)
 
 
 def weights_option(weights):

@@ -228,3 +228,8 @@ def cell_clip(value, name="cell_clip"):
     if not float(value) >= 0:
         raise ValueError(f"{name}: expected a float >= 0 (0: no clipping), got {value!r}")
     return float(value)
+
+
+def times(n, size):
+    """The name of n*size in a shape: "3*nOut", or "nOut" for n = 1."""
+    return size if n == 1 else f"{n}*{size}"

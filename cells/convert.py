@@ -102,6 +102,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cells._arrays import array_module, on_gpu
+from cells._gates import (
+    GRU, HASTE_GRU, HASTE_LSTM, KERAS_GRU, KERAS_LSTM, LSTM, ONNX_GRU, ONNX_LSTM,
+    ONNX_PEEPHOLES, PEEPHOLES, TORCH_GRU, TORCH_LSTM, reorder,
+)
 from cells import _validate as check
 
 if TYPE_CHECKING:
@@ -138,15 +142,6 @@ __all__ = [
     "haste_gru_to_torch",
     "haste_gru_from_torch",
 ]
-
-# Gate orders, each framework's gates named by cells' letters: GRU r, u, c; LSTM i, f, g, o.
-_GRU = _TORCH_GRU = "ruc"
-_KERAS_GRU = _ONNX_GRU = "urc"
-_LSTM = _TORCH_LSTM = _KERAS_LSTM = "ifgo"
-_HASTE_LSTM = "igfo"
-_HASTE_GRU = "urc"
-_ONNX_LSTM = "iofg"
-_PEEPHOLES, _ONNX_PEEPHOLES = "ifo", "iof"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,9 +192,9 @@ def gru_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optional
     H = _check_torch(3, weight_ih, weight_hh, bias_ih, bias_hh)
     b = array_module(weight_ih).stack([_or_zeros(bias_ih, 3 * H, weight_ih),
                                                 _or_zeros(bias_hh, 3 * H, weight_ih)])
-    return (_transposed(_reorder(weight_ih, _TORCH_GRU, _GRU, axis=0)),
-            _transposed(_reorder(weight_hh, _TORCH_GRU, _GRU, axis=0)),
-            _reorder(b, _TORCH_GRU, _GRU))
+    return (_transposed(reorder(weight_ih, TORCH_GRU, GRU, axis=0)),
+            _transposed(reorder(weight_hh, TORCH_GRU, GRU, axis=0)),
+            reorder(b, TORCH_GRU, GRU))
 
 
 def gru_to_torch(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
@@ -248,9 +243,9 @@ def gru_to_torch(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
             "c = tanh(x·Wx_c + bx_c + (r∘hI)·Wh_c + bh_c), has no PyTorch equivalent")
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     _check_gru(Wx, Wh, b)
-    bias_ih, bias_hh = _reorder(_two_rows(b), _GRU, _TORCH_GRU)
-    return (_transposed(_reorder(Wx, _GRU, _TORCH_GRU)),
-            _transposed(_reorder(Wh, _GRU, _TORCH_GRU)), bias_ih, bias_hh)
+    bias_ih, bias_hh = reorder(_two_rows(b), GRU, TORCH_GRU)
+    return (_transposed(reorder(Wx, GRU, TORCH_GRU)),
+            _transposed(reorder(Wh, GRU, TORCH_GRU)), bias_ih, bias_hh)
 
 
 def gru_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike, bias: Optional[ArrayLike] = None,
@@ -295,8 +290,8 @@ def gru_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike, bias: Optiona
         bias = _zeros(shape, kernel)
     else:
         check.shape("bias", bias, shape, meaning)
-    return (_reorder(kernel, _KERAS_GRU, _GRU), _reorder(recurrent_kernel, _KERAS_GRU, _GRU),
-            _reorder(bias, _KERAS_GRU, _GRU))
+    return (reorder(kernel, KERAS_GRU, GRU), reorder(recurrent_kernel, KERAS_GRU, GRU),
+            reorder(bias, KERAS_GRU, GRU))
 
 
 def gru_to_keras(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
@@ -332,8 +327,8 @@ def gru_to_keras(Wx: ArrayLike, Wh: ArrayLike, b: ArrayLike, *,
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     _check_gru(Wx, Wh, b)
     bias = _two_rows(b) if lbr else _fold(b, False)
-    return (_reorder(Wx, _GRU, _KERAS_GRU), _reorder(Wh, _GRU, _KERAS_GRU),
-            _reorder(bias, _GRU, _KERAS_GRU))
+    return (reorder(Wx, GRU, KERAS_GRU), reorder(Wh, GRU, KERAS_GRU),
+            reorder(bias, GRU, KERAS_GRU))
 
 
 def gru_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
@@ -373,9 +368,9 @@ def gru_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
         B = _zeros((W.shape[0], 6 * H), W)
     else:
         check.shape("B", B, (W.shape[0], 6 * H), "[num_directions, 6*hidden_size] (Wb then Rb)")
-    return (_transposed(_reorder(W[d], _ONNX_GRU, _GRU, axis=0)),
-            _transposed(_reorder(R[d], _ONNX_GRU, _GRU, axis=0)),
-            _reorder(B[d].reshape(2, 3 * H), _ONNX_GRU, _GRU))
+    return (_transposed(reorder(W[d], ONNX_GRU, GRU, axis=0)),
+            _transposed(reorder(R[d], ONNX_GRU, GRU, axis=0)),
+            reorder(B[d].reshape(2, 3 * H), ONNX_GRU, GRU))
 
 
 def gru_to_onnx(Wx: ArrayLike, Wh: ArrayLike,
@@ -418,9 +413,9 @@ def gru_to_onnx(Wx: ArrayLike, Wh: ArrayLike,
     """
     Wx, Wh, b = _arrays(Wx=Wx, Wh=Wh, b=b)
     H = _check_gru(Wx, Wh, b)
-    return (_transposed(_reorder(Wx, _GRU, _ONNX_GRU))[None],
-            _transposed(_reorder(Wh, _GRU, _ONNX_GRU))[None],
-            _reorder(_two_rows(b), _GRU, _ONNX_GRU).reshape(1, 6 * H))
+    return (_transposed(reorder(Wx, GRU, ONNX_GRU))[None],
+            _transposed(reorder(Wh, GRU, ONNX_GRU))[None],
+            reorder(_two_rows(b), GRU, ONNX_GRU).reshape(1, 6 * H))
 
 
 def gru_from_block(Wru: ArrayLike, Wc: ArrayLike, bru: ArrayLike,
@@ -587,9 +582,9 @@ def lstm_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike, bias_ih: Optiona
         weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
     H = _check_torch(4, weight_ih, weight_hh, bias_ih, bias_hh)
     b = _or_zeros(bias_ih, 4 * H, weight_ih) + _or_zeros(bias_hh, 4 * H, weight_ih)
-    return (_transposed(_reorder(weight_ih, _TORCH_LSTM, _LSTM, axis=0)),
-            _transposed(_reorder(weight_hh, _TORCH_LSTM, _LSTM, axis=0)),
-            _reorder(b, _TORCH_LSTM, _LSTM))
+    return (_transposed(reorder(weight_ih, TORCH_LSTM, LSTM, axis=0)),
+            _transposed(reorder(weight_hh, TORCH_LSTM, LSTM, axis=0)),
+            reorder(b, TORCH_LSTM, LSTM))
 
 
 def lstm_to_torch(Wx: ArrayLike, Wr: ArrayLike,
@@ -622,9 +617,9 @@ def lstm_to_torch(Wx: ArrayLike, Wr: ArrayLike,
     """
     Wx, Wr, b = _arrays(("b",), Wx=Wx, Wr=Wr, b=b)
     H = _check_lstm(Wx, Wr, b)
-    return (_transposed(_reorder(Wx, _LSTM, _TORCH_LSTM)),
-            _transposed(_reorder(Wr, _LSTM, _TORCH_LSTM)),
-            _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _TORCH_LSTM), _zeros(4 * H, Wx))
+    return (_transposed(reorder(Wx, LSTM, TORCH_LSTM)),
+            _transposed(reorder(Wr, LSTM, TORCH_LSTM)),
+            reorder(_or_zeros(b, 4 * H, Wx), LSTM, TORCH_LSTM), _zeros(4 * H, Wx))
 
 
 def lstm_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike,
@@ -659,8 +654,8 @@ def lstm_from_keras(kernel: ArrayLike, recurrent_kernel: ArrayLike,
     H = _check_keras(4, kernel, recurrent_kernel)
     if bias is not None:
         check.shape("bias", bias, (4 * H,), "[4*units]")
-    return (_reorder(kernel, _KERAS_LSTM, _LSTM), _reorder(recurrent_kernel, _KERAS_LSTM, _LSTM),
-            _reorder(_or_zeros(bias, 4 * H, kernel), _KERAS_LSTM, _LSTM))
+    return (reorder(kernel, KERAS_LSTM, LSTM), reorder(recurrent_kernel, KERAS_LSTM, LSTM),
+            reorder(_or_zeros(bias, 4 * H, kernel), KERAS_LSTM, LSTM))
 
 
 def lstm_to_keras(Wx: ArrayLike, Wr: ArrayLike,
@@ -691,8 +686,8 @@ def lstm_to_keras(Wx: ArrayLike, Wr: ArrayLike,
     """
     Wx, Wr, b = _arrays(("b",), Wx=Wx, Wr=Wr, b=b)
     H = _check_lstm(Wx, Wr, b)
-    return (_reorder(Wx, _LSTM, _KERAS_LSTM), _reorder(Wr, _LSTM, _KERAS_LSTM),
-            _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _KERAS_LSTM))
+    return (reorder(Wx, LSTM, KERAS_LSTM), reorder(Wr, LSTM, KERAS_LSTM),
+            reorder(_or_zeros(b, 4 * H, Wx), LSTM, KERAS_LSTM))
 
 
 def lstm_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
@@ -740,10 +735,10 @@ def lstm_from_onnx(W: ArrayLike, R: ArrayLike, B: Optional[ArrayLike] = None,
         check.shape("B", B, (dirs, 8 * H), "[num_directions, 8*hidden_size] (Wb then Rb)")
     if P is not None:
         check.shape("P", P, (dirs, 3 * H), "[num_directions, 3*hidden_size]")
-        P = _reorder(P[d], _ONNX_PEEPHOLES, _PEEPHOLES)
-    return (_transposed(_reorder(W[d], _ONNX_LSTM, _LSTM, axis=0)),
-            _transposed(_reorder(R[d], _ONNX_LSTM, _LSTM, axis=0)),
-            _reorder(B[d, :4 * H] + B[d, 4 * H:], _ONNX_LSTM, _LSTM), P)
+        P = reorder(P[d], ONNX_PEEPHOLES, PEEPHOLES)
+    return (_transposed(reorder(W[d], ONNX_LSTM, LSTM, axis=0)),
+            _transposed(reorder(R[d], ONNX_LSTM, LSTM, axis=0)),
+            reorder(B[d, :4 * H] + B[d, 4 * H:], ONNX_LSTM, LSTM), P)
 
 
 def lstm_to_onnx(Wx: ArrayLike, Wr: ArrayLike, b: Optional[ArrayLike] = None,
@@ -779,10 +774,10 @@ def lstm_to_onnx(Wx: ArrayLike, Wr: ArrayLike, b: Optional[ArrayLike] = None,
     """
     Wx, Wr, b, Wp = _arrays(("b", "Wp"), Wx=Wx, Wr=Wr, b=b, Wp=Wp)
     H = _check_lstm(Wx, Wr, b, Wp)
-    Wb = _reorder(_or_zeros(b, 4 * H, Wx), _LSTM, _ONNX_LSTM)
-    P = None if Wp is None else _reorder(Wp, _PEEPHOLES, _ONNX_PEEPHOLES)[None]
-    return (_transposed(_reorder(Wx, _LSTM, _ONNX_LSTM))[None],
-            _transposed(_reorder(Wr, _LSTM, _ONNX_LSTM))[None],
+    Wb = reorder(_or_zeros(b, 4 * H, Wx), LSTM, ONNX_LSTM)
+    P = None if Wp is None else reorder(Wp, PEEPHOLES, ONNX_PEEPHOLES)[None]
+    return (_transposed(reorder(Wx, LSTM, ONNX_LSTM))[None],
+            _transposed(reorder(Wr, LSTM, ONNX_LSTM))[None],
             array_module(Wx).concatenate([Wb, _zeros(4 * H, Wx)])[None], P)
 
 
@@ -976,9 +971,9 @@ def haste_lstm_to_torch(kernel: ArrayLike, recurrent_kernel: ArrayLike,
                                              bias=bias)
     H = _check_keras(4, kernel, recurrent_kernel)
     check.shape("bias", bias, (4 * H,), "[4*hidden_size]")
-    half = _reorder(bias, _HASTE_LSTM, _TORCH_LSTM) / 2
-    return (_transposed(_reorder(kernel, _HASTE_LSTM, _TORCH_LSTM)),
-            _transposed(_reorder(recurrent_kernel, _HASTE_LSTM, _TORCH_LSTM)), half, half.copy())
+    half = reorder(bias, HASTE_LSTM, TORCH_LSTM) / 2
+    return (_transposed(reorder(kernel, HASTE_LSTM, TORCH_LSTM)),
+            _transposed(reorder(recurrent_kernel, HASTE_LSTM, TORCH_LSTM)), half, half.copy())
 
 
 def haste_lstm_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike,
@@ -1021,9 +1016,9 @@ def haste_lstm_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike,
         weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
     H = _check_torch(4, weight_ih, weight_hh, bias_ih, bias_hh)
     b = _or_zeros(bias_ih, 4 * H, weight_ih) + _or_zeros(bias_hh, 4 * H, weight_ih)
-    return (_reorder(_transposed(weight_ih), _TORCH_LSTM, _HASTE_LSTM),
-            _reorder(_transposed(weight_hh), _TORCH_LSTM, _HASTE_LSTM),
-            _reorder(b, _TORCH_LSTM, _HASTE_LSTM))
+    return (reorder(_transposed(weight_ih), TORCH_LSTM, HASTE_LSTM),
+            reorder(_transposed(weight_hh), TORCH_LSTM, HASTE_LSTM),
+            reorder(b, TORCH_LSTM, HASTE_LSTM))
 
 
 def haste_gru_to_torch(kernel: ArrayLike, recurrent_kernel: ArrayLike, bias: ArrayLike,
@@ -1065,10 +1060,10 @@ def haste_gru_to_torch(kernel: ArrayLike, recurrent_kernel: ArrayLike, bias: Arr
     H = _check_keras(3, kernel, recurrent_kernel)
     check.shape("bias", bias, (3 * H,), "[3*hidden_size]")
     check.shape("recurrent_bias", recurrent_bias, (3 * H,), "[3*hidden_size]")
-    return (_transposed(_reorder(kernel, _HASTE_GRU, _TORCH_GRU)),
-            _transposed(_reorder(recurrent_kernel, _HASTE_GRU, _TORCH_GRU)),
-            _reorder(bias, _HASTE_GRU, _TORCH_GRU),
-            _reorder(recurrent_bias, _HASTE_GRU, _TORCH_GRU))
+    return (_transposed(reorder(kernel, HASTE_GRU, TORCH_GRU)),
+            _transposed(reorder(recurrent_kernel, HASTE_GRU, TORCH_GRU)),
+            reorder(bias, HASTE_GRU, TORCH_GRU),
+            reorder(recurrent_bias, HASTE_GRU, TORCH_GRU))
 
 
 def haste_gru_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike,
@@ -1110,10 +1105,10 @@ def haste_gru_from_torch(weight_ih: ArrayLike, weight_hh: ArrayLike,
         ("bias_ih", "bias_hh"),
         weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih, bias_hh=bias_hh)
     H = _check_torch(3, weight_ih, weight_hh, bias_ih, bias_hh)
-    return (_reorder(_transposed(weight_ih), _TORCH_GRU, _HASTE_GRU),
-            _reorder(_transposed(weight_hh), _TORCH_GRU, _HASTE_GRU),
-            _reorder(_or_zeros(bias_ih, 3 * H, weight_ih), _TORCH_GRU, _HASTE_GRU),
-            _reorder(_or_zeros(bias_hh, 3 * H, weight_ih), _TORCH_GRU, _HASTE_GRU))
+    return (reorder(_transposed(weight_ih), TORCH_GRU, HASTE_GRU),
+            reorder(_transposed(weight_hh), TORCH_GRU, HASTE_GRU),
+            reorder(_or_zeros(bias_ih, 3 * H, weight_ih), TORCH_GRU, HASTE_GRU),
+            reorder(_or_zeros(bias_hh, 3 * H, weight_ih), TORCH_GRU, HASTE_GRU))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1241,15 +1236,6 @@ def _arrays(optional=(), **arrays):
     return tuple(out.values())
 
 
-def _reorder(a, src, dst, axis=-1):
-    """A new C-contiguous array: `a` with its gate blocks along `axis` (len(src) equal blocks,
-    in the order `src`) in the order `dst`. Orders are strings of cells' gate letters:
-    _reorder(W, "urc", "ruc", axis=0) takes ONNX's (z, r, h) rows to cells' (r, u, c)."""
-    xp = array_module(a)
-    blocks = dict(zip(src, xp.split(a, len(src), axis=axis)))
-    return xp.concatenate([blocks[gate] for gate in dst], axis=axis)
-
-
 def _transposed(a):
     """a.T as a new C-contiguous array."""
     return a.T.copy(order="C")
@@ -1302,7 +1288,7 @@ def _check_rnn(Wx, Wh, b):
 def _check_two_row_bias(n, H, b):
     """b [n*H] (bx alone) or [2, n*H] (rows bx, bh)."""
     if b.shape not in ((n * H,), (2, n * H)):
-        size = _times(n, "nOut")
+        size = check.times(n, "nOut")
         raise ValueError(f"b: expected shape {(n * H,)} = [{size}] or {(2, n * H)} = "
                          f"[2, {size}] (rows bx, bh), got {b.shape}")
 
@@ -1317,14 +1303,9 @@ def _check_lstm(Wx, Wr, b, Wp=None):
     return H
 
 
-def _times(n, size):
-    """The name of n*size in a shape: "3*nOut", or "nOut" for n = 1."""
-    return size if n == 1 else f"{n}*{size}"
-
-
 def _check_cells(n, Wx, rec_name, Wrec):
     """cells' Wx [I, n*H] and the recurrent matrix [H, n*H]; returns H."""
-    cols = _times(n, "nOut")
+    cols = check.times(n, "nOut")
     check.ndim(rec_name, Wrec, 2, f"[nOut, {cols}]")
     H = Wrec.shape[0]
     check.shape(rec_name, Wrec, (H, n * H), f"[nOut, {cols}]")
@@ -1335,7 +1316,7 @@ def _check_cells(n, Wx, rec_name, Wrec):
 
 def _check_torch(n, weight_ih, weight_hh, bias_ih, bias_hh):
     """PyTorch's weight_ih [n*H, I], weight_hh [n*H, H], biases [n*H] or None; returns H."""
-    rows = _times(n, "hidden_size")
+    rows = check.times(n, "hidden_size")
     check.ndim("weight_hh", weight_hh, 2, f"[{rows}, hidden_size]")
     H = weight_hh.shape[1]
     check.shape("weight_hh", weight_hh, (n * H, H), f"[{rows}, hidden_size]")
@@ -1362,7 +1343,7 @@ def _check_keras(n, kernel, recurrent_kernel):
 def _check_onnx(n, W, R, direction):
     """ONNX's W [dirs, n*H, I], R [dirs, n*H, H] and a direction index in [0, dirs);
     returns (H, direction)."""
-    rows = _times(n, "hidden_size")
+    rows = check.times(n, "hidden_size")
     check.ndim("R", R, 3, f"[num_directions, {rows}, hidden_size]")
     dirs, H = R.shape[0], R.shape[2]
     check.shape("R", R, (dirs, n * H, H), f"[num_directions, {rows}, hidden_size]")

@@ -603,28 +603,6 @@ def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
                        b=b, P=Wp, Wproj=Wproj, clip=kernel_clip(clip), lstm_acts=acts)
 
 
-def _prepare_quantized(qx: np.ndarray, sx: np.ndarray, qr: np.ndarray, sr: np.ndarray,
-                       b: Optional[np.ndarray], *, Wp: Optional[np.ndarray] = None,
-                       n_threads: Optional[int] = None) -> PreparedNet:
-    """An LSTM prepared on int8 weights already quantized (cells.onnx.dynamic_quantize_lstm's):
-    qx [nIn, 4nOut] and qr [nOut, 4nOut] C-contiguous int8 in [-127, 127], gates (i, f, g, o),
-    with their column scales sx and sr [4nOut] (float32: the weight of q is q·s), packed as
-    given (not quantized again); b [4nOut] and Wp [3nOut] float32 or None; the default
-    activations, no cell clip. The caller has checked every argument. The net is what
-    ``prepare(Wx, Wr, b, Wp=Wp, weights="int8")`` gives for weights whose q and s_w these
-    are."""
-    acts = _activations(2, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0.0)
-    options = {"cell_clip": 0.0, "gate_act": acts[0][0], "gate_alpha": acts[0][1],
-               "gate_beta": acts[0][2], "cell_act": acts[1][0], "cell_alpha": acts[1][1],
-               "cell_beta": acts[1][2], "out_act": acts[2][0], "out_alpha": acts[2][1],
-               "out_beta": acts[2][2], "n_threads": check_n_threads(n_threads),
-               "weights": "int8"}
-    nIn, G = qx.shape
-    return prepare_net("lstm", LstmState, options, "lstm", nIn, G // 4, np.dtype(np.float32),
-                       b=b, P=Wp, quantized=(qx, sx, qr, sr), clip=kernel_clip(0.0),
-                       lstm_acts=acts)
-
-
 # ---------------------------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------------------------

@@ -74,13 +74,14 @@ import numpy as np
 
 from cells import _arrays
 from cells import _validate as check
-from cells.convert import _LSTM as _LSTM_GATES
-from cells.convert import _ONNX_LSTM, _ONNX_PEEPHOLES, _PEEPHOLES, _reorder
+from cells._gates import LSTM as LSTM_GATES
+from cells._gates import ONNX_LSTM, ONNX_PEEPHOLES, PEEPHOLES, reorder
 from cells.convert import (
-    _times, gru_from_onnx, gru_to_onnx, lstm_from_onnx, lstm_to_onnx, rnn_from_onnx, rnn_to_onnx,
+    gru_from_onnx, gru_to_onnx, lstm_from_onnx, lstm_to_onnx, rnn_from_onnx, rnn_to_onnx,
 )
 from cells.gru import gruTimeLoop, gruTimeLoopBp
-from cells.lstm import _prepare_quantized, lstmLayerTimeLoop, lstmLayerTimeLoopBp
+from cells._prepared import prepare_lstm_quantized
+from cells.lstm import lstmLayerTimeLoop, lstmLayerTimeLoopBp
 from cells.rnn import rnnTimeLoop, rnnTimeLoopBp
 
 __all__ = [
@@ -620,13 +621,13 @@ def dynamic_quantize_lstm(X: np.ndarray, W: np.ndarray, R: np.ndarray,
     Y_h, Y_c = _zeros(dims, "Y_h", X), _zeros(dims, "Y_c", X)
     for d, forward in enumerate(dims.forwards):
         # ONNX's gate columns (i, o, f, c) in cells' order (i, f, g, o)
-        qx, qr, sx, sr = (np.ascontiguousarray(_reorder(a, _ONNX_LSTM, _LSTM_GATES))
+        qx, qr, sx, sr = (np.ascontiguousarray(reorder(a, ONNX_LSTM, LSTM_GATES))
                           for a in (W[d], R[d],
                                     np.broadcast_to(scales["W_scale"][d], (4 * H,)),
                                     np.broadcast_to(scales["R_scale"][d], (4 * H,))))
-        b = None if B is None else _reorder(B[d, :4 * H] + B[d, 4 * H:], _ONNX_LSTM, _LSTM_GATES)
-        Wp = None if P is None else _reorder(P[d], _ONNX_PEEPHOLES, _PEEPHOLES)
-        net = _prepare_quantized(qx, sx, qr, sr, b, Wp=Wp, n_threads=n_threads)
+        b = None if B is None else reorder(B[d, :4 * H] + B[d, 4 * H:], ONNX_LSTM, LSTM_GATES)
+        Wp = None if P is None else reorder(P[d], ONNX_PEEPHOLES, PEEPHOLES)
+        net = prepare_lstm_quantized(qx, sx, qr, sr, b, Wp=Wp, n_threads=n_threads)
         state = net.State(np.ascontiguousarray(_initial_state(initial_h, d, dims, X)),
                           np.ascontiguousarray(_initial_state(initial_c, d, dims, X)))
         # the reverse direction runs each row's first sequence_lens[b] steps backwards: the
@@ -1014,7 +1015,7 @@ def _shapes(dims):
         x = ((b, s, i), "[batch_size, seq_length, input_size] (layout=1)")
         y = ((b, s, n, h), "[batch_size, seq_length, num_directions, hidden_size] (layout=1)")
         state = ((b, n, h), "[batch_size, num_directions, hidden_size] (layout=1)")
-    rows = _times(g, "hidden_size")
+    rows = check.times(g, "hidden_size")
     return {
         "X": x,
         "W": ((n, g * h, i), f"[num_directions, {rows}, input_size]"),
@@ -1045,7 +1046,7 @@ def _check_call(op, X, W, R, direction, layout, hidden_size, unsupported, **opti
     check.real_arrays(optional=optional, X=X, W=W, R=R, **optional)
     check.ndim("X", X, 3, "[seq_length, batch_size, input_size]" if layout == 0 else
                "[batch_size, seq_length, input_size] (layout=1)")
-    check.ndim("R", R, 3, f"[num_directions, {_times(op.gates, 'hidden_size')}, hidden_size]")
+    check.ndim("R", R, 3, f"[num_directions, {check.times(op.gates, 'hidden_size')}, hidden_size]")
     H = R.shape[2]
     if hidden_size is not None:
         if isinstance(hidden_size, bool) or not isinstance(hidden_size, numbers.Integral):

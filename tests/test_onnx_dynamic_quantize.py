@@ -20,7 +20,7 @@ from lstm_reference import lstm_cell_forward, lstm_time_loop_forward
 
 import cells
 from cells import onnx as co
-from cells.lstm import _prepare_quantized
+from cells._prepared import prepare_lstm_quantized
 
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
@@ -340,7 +340,7 @@ def test_packing_quantized_weights_gives_the_int8_packing(nIn, nOut):
     packed = cells.lstm.prepare(Wx, Wr, b, Wp=Wp, weights="int8")
     qx, sx = int8_weights(Wx)
     qr, sr = int8_weights(Wr)
-    given = _prepare_quantized(qx.astype(np.int8), sx, qr.astype(np.int8), sr, b, Wp=Wp)
+    given = prepare_lstm_quantized(qx.astype(np.int8), sx, qr.astype(np.int8), sr, b, Wp=Wp)
     assert given.weights == "int8" and given.nbytes == packed.nbytes
     assert given._weights.packed_state() == packed._weights.packed_state()
     x = rng.normal(size=(6, 3, nIn)).astype(np.float32)
@@ -434,5 +434,5 @@ def test_bad_inputs_are_named_errors():
         co.dynamic_quantize_lstm(*[case.get(n) for n in INPUTS], input_forget=1)
     with pytest.raises(ValueError, match="quantized: qx holds -128"):
         qx = np.full((I, 4 * H), -128, np.int8)
-        _prepare_quantized(qx, np.ones(4 * H, np.float32), np.zeros((H, 4 * H), np.int8),
+        prepare_lstm_quantized(qx, np.ones(4 * H, np.float32), np.zeros((H, 4 * H), np.int8),
                            np.ones(4 * H, np.float32), None)
