@@ -322,16 +322,18 @@ def call_together(calls, seq_len, ceiling):
     of Wh on one thread of 2 MiB of L2, ran 1.6x slower at once than the two one after the
     other on 2 threads each). Else the calls run one after the other. Returns their
     NetResults, in order: each call's, bit for bit."""
-    total = ceiling()
-    each = max(1, total // max(1, len(calls)))
-    threads = max((net._default_threads(x.shape[-2], lambda: each) for net, x, _ in calls),
-                  default=1)
-    if (len(calls) < 2 or total < 2
-            or any(net._weights.step_nbytes > threads * _time_loop.L2_BYTES
-                   for net, _, _ in calls)):
+    def one_after_another():
         return [net(x, state, seq_len=seq_len,
                     n_threads=net._default_threads(x.shape[-2], ceiling))
                 for net, x, state in calls]
+
+    total = ceiling()
+    if len(calls) < 2 or total < 2:
+        return one_after_another()
+    each = total // len(calls)
+    threads = max(net._default_threads(x.shape[-2], lambda: each) for net, x, _ in calls)
+    if any(net._weights.step_nbytes > threads * _time_loop.L2_BYTES for net, _, _ in calls):
+        return one_after_another()
     checked = [net._checked_run(x, state, seq_len, None) for net, x, state in calls]
     _time_loop.run_calls([(net._weights, arguments)
                           for (net, _, _), (arguments, _) in zip(calls, checked)], threads)
@@ -418,6 +420,18 @@ def prepare_net(family, State, options, loop_family, nIn, nOut, dtype, *, Wx=Non
 WEIGHT_KINDS = (None, "int8", "bfloat16")
 
 
+def lstm_options(clip, acts, n_threads, weights):
+    """A prepared LSTM's options (PreparedNet.options, cells.lstm.prepare's keywords) from its
+    checked cell clip, activations ((code, alpha, beta) of the gates, the candidate and the
+    output), n_threads and weights."""
+    (gate_act, gate_alpha, gate_beta), (cell_act, cell_alpha, cell_beta), \
+        (out_act, out_alpha, out_beta) = acts
+    return {"cell_clip": clip, "gate_act": gate_act, "gate_alpha": gate_alpha,
+            "gate_beta": gate_beta, "cell_act": cell_act, "cell_alpha": cell_alpha,
+            "cell_beta": cell_beta, "out_act": out_act, "out_alpha": out_alpha,
+            "out_beta": out_beta, "n_threads": n_threads, "weights": weights}
+
+
 def prepare_lstm_quantized(qx, sx, qr, sr, b, *, Wp=None, n_threads=None):
     """An LSTM prepared on int8 weights already quantized (cells.onnx.dynamic_quantize_lstm's):
     qx [nIn, 4nOut] and qr [nOut, 4nOut] C-contiguous int8 in [-127, 127], gates (i, f, g, o),
@@ -427,11 +441,7 @@ def prepare_lstm_quantized(qx, sx, qr, sr, b, *, Wp=None, n_threads=None):
     ``cells.lstm.prepare(Wx, Wr, b, Wp=Wp, weights="int8")`` gives for weights whose q and
     s_w these are."""
     acts = _time_loop.LSTM_ACTIVATIONS
-    options = {"cell_clip": 0.0, "gate_act": acts[0][0], "gate_alpha": acts[0][1],
-               "gate_beta": acts[0][2], "cell_act": acts[1][0], "cell_alpha": acts[1][1],
-               "cell_beta": acts[1][2], "out_act": acts[2][0], "out_alpha": acts[2][1],
-               "out_beta": acts[2][2], "n_threads": check_n_threads(n_threads),
-               "weights": "int8"}
+    options = lstm_options(0.0, acts, check_n_threads(n_threads), "int8")
     nIn, G = qx.shape
     return prepare_net("lstm", LstmState, options, "lstm", nIn, G // 4, np.dtype(np.float32),
                        b=b, P=Wp, quantized=(qx, sx, qr, sr), clip=kernel_clip(0.0),

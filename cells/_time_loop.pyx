@@ -1253,14 +1253,22 @@ cdef inline Py_ssize_t row_split_weight_bytes() noexcept nogil:
 ROW_SPLIT_WEIGHT_BYTES = row_split_weight_bytes()
 
 
+cdef inline Py_ssize_t recurrent_weight_bytes(Py_ssize_t nOut, Py_ssize_t nState,
+                                              Py_ssize_t gates, bint projected,
+                                              Py_ssize_t itemsize) noexcept nogil:
+    """The bytes of the weights every step multiplies: op(Wh) [nState, gates·nOut], and Wproj
+    [nOut, nState] when `projected`."""
+    return (nState * gates * nOut + (nOut * nState if projected else 0)) * itemsize
+
+
 cpdef bint splits_rows(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t nState,
                        Py_ssize_t gates, bint projected, Py_ssize_t itemsize):
     """Whether a pass on n_threads over bS rows splits the rows (L.rows_split), for a family of
     `gates` gate blocks, nState state columns (nOut, or nProj when `projected`) and elements of
     `itemsize` bytes."""
-    cdef Py_ssize_t weights = nState * gates * nOut + (nOut * nState if projected else 0)
     return (n_threads > 1 and bS >= n_threads * MIN_ROWS_PER_THREAD
-            and weights * itemsize <= row_split_weight_bytes())
+            and recurrent_weight_bytes(nOut, nState, gates, projected, itemsize)
+            <= row_split_weight_bytes())
 
 
 def packs_gates_side_by_side(Py_ssize_t blocks, Py_ssize_t split, Py_ssize_t n, dtype):
@@ -1282,8 +1290,7 @@ cpdef int row_groups(int n_threads, Py_ssize_t bS, Py_ssize_t nOut, Py_ssize_t n
     one thread). A thread then waits at a step only for the threads of its group, which read
     the same rows, rather than for all. 1 (no groups) where the rows split, or where no group
     of 2 to n_threads - 1 threads (a divisor of n_threads) qualifies: on 2 threads, always."""
-    cdef Py_ssize_t weights = (nState * gates * nOut
-                               + (nOut * nState if projected else 0)) * itemsize
+    cdef Py_ssize_t weights = recurrent_weight_bytes(nOut, nState, gates, projected, itemsize)
     cdef int size
     if splits_rows(n_threads, bS, nOut, nState, gates, projected, itemsize):
         return 1
@@ -1324,34 +1331,33 @@ cdef void backward_double(void *L, cells_part me) noexcept nogil:
     backward_loop(<const Loop *>L, me, <double>0)
 
 
-# A pass whose rows run in groups (run_pass): each group's steps as cells_groups_run runs them
-# (include/cells/claims.h), on the group's Loop; then the backward's gradients over all steps
-# on every part.
-cdef struct RowGroups:
-    Loop *loops             # [row_groups]: each group's rows, claims, packed weights and sums
+# Loops run in groups of the parts (include/cells/claims.h, cells_groups): a pass's row groups
+# (run_pass), or prepared nets' calls at once (run_calls). Group g runs loops[g] with `run`.
+cdef struct Grouped:
+    Loop **loops
     cells_groups groups
     cells_group_fn run      # one of the four below
 
 
-cdef void run_row_groups(void *arg, cells_part me) noexcept nogil:
-    cdef RowGroups *G = <RowGroups *>arg
+cdef void run_grouped(void *arg, cells_part me) noexcept nogil:
+    cdef Grouped *G = <Grouped *>arg
     cells_groups_run(&G.groups, me, G.run, arg)
 
 
 cdef void group_forward_float(void *arg, int group, cells_part home) noexcept nogil:
-    forward_loop(&(<RowGroups *>arg).loops[group], home, <float>0)
+    forward_loop((<Grouped *>arg).loops[group], home, <float>0)
 
 
 cdef void group_forward_double(void *arg, int group, cells_part home) noexcept nogil:
-    forward_loop(&(<RowGroups *>arg).loops[group], home, <double>0)
+    forward_loop((<Grouped *>arg).loops[group], home, <double>0)
 
 
 cdef void group_recurrence_float(void *arg, int group, cells_part home) noexcept nogil:
-    whole_recurrence(&(<RowGroups *>arg).loops[group], home, <float>0)
+    whole_recurrence((<Grouped *>arg).loops[group], home, <float>0)
 
 
 cdef void group_recurrence_double(void *arg, int group, cells_part home) noexcept nogil:
-    whole_recurrence(&(<RowGroups *>arg).loops[group], home, <double>0)
+    whole_recurrence((<Grouped *>arg).loops[group], home, <double>0)
 
 
 cdef void gradients_float(void *L, cells_part me) noexcept nogil:
@@ -1519,14 +1525,24 @@ cdef int run_pass(Loop *L, bint backward, bint single, str name, bint openmp) ex
     (claims.h's cells_groups), and the backward's gradients over all steps then run on every
     part."""
     cdef cells_family_info fam = cells_families[L.family]
+    cdef Py_ssize_t itemsize = sizeof(float) if single else sizeof(double)
     L.row_groups = row_groups(L.n_threads, L.bS, L.nOut, L.nState, fam.gates,
-                              L.Wproj != NULL, 4 if single else 8)
+                              L.Wproj != NULL, itemsize)
     if L.row_groups > 1:
-        return run_row_groups_pass(L, backward, single, name, openmp)
+        return run_row_groups_pass(L, backward, single, itemsize, name, openmp)
     run_claimed(L, (backward_float if single else backward_double) if backward
                 else (forward_float if single else forward_double), not L.rows_split, name,
                 openmp)
     return 0
+
+
+cdef inline void run_parts(int nparts, cells_part_fn fn, void *arg, bint openmp) noexcept nogil:
+    """fn(arg) on nparts parts: on OpenMP's pool with `openmp` (include/cells/team.h says where
+    it is), else on cells' team."""
+    if openmp:
+        cells_run_parts_with_openmp(nparts, fn, arg)
+    else:
+        cells_run_parts(nparts, fn, arg)
 
 
 cdef int run_claimed(Loop *L, cells_part_fn fn, bint packs, str name, bint openmp) except -1:
@@ -1546,10 +1562,7 @@ cdef int run_claimed(Loop *L, cells_part_fn fn, bint packs, str name, bint openm
             cells_claims_destroy(&claims)
             raise MemoryError(f"the packed weights of a {name} pass")
     with nogil:
-        if openmp:
-            cells_run_parts_with_openmp(L.n_threads, fn, L)
-        else:
-            cells_run_parts(L.n_threads, fn, L)
+        run_parts(L.n_threads, fn, L, openmp)
     cells_claims_destroy(&claims)
     L.claims = NULL
     if L.shares != NULL:
@@ -1560,48 +1573,46 @@ cdef int run_claimed(Loop *L, cells_part_fn fn, bint packs, str name, bint openm
     return 0
 
 
-cdef int run_row_groups_pass(Loop *L, bint backward, bint single, str name,
-                             bint openmp) except -1:
+cdef int run_row_groups_pass(Loop *L, bint backward, bint single, Py_ssize_t itemsize,
+                             str name, bint openmp) except -1:
     """run_pass where the rows run in L.row_groups groups: group g's Loop is L's with its
     block of the rows, size = n_threads / groups threads (as many tasks a phase), claims and
     packed weights of its own, and, in the backward, its size rows of part_sums; then the
     gradients over all steps on L, every part."""
     cdef int groups = L.row_groups, size = L.n_threads // groups, g
-    cdef Py_ssize_t k, sums_bytes = (sum_blocks(cells_families[L.family]) * L.nOut
-                                     * (4 if single else 8))
-    cdef RowGroups G
-    G.loops = <Loop *>calloc(groups, sizeof(Loop))
+    cdef Py_ssize_t k, sums_bytes = sum_blocks(cells_families[L.family]) * L.nOut * itemsize
+    cdef Grouped G
+    cdef Loop *loops = <Loop *>calloc(groups, sizeof(Loop))
+    G.loops = <Loop **>calloc(groups, sizeof(Loop *))
     cdef cells_claims *claims = <cells_claims *>calloc(groups, sizeof(cells_claims))
     cdef PackedWeights *shares = <PackedWeights *>calloc(3 * L.n_threads, sizeof(PackedWeights))
     cdef int claims_made = 0
     cdef bint groups_made = False
     try:
-        if G.loops == NULL or claims == NULL or shares == NULL:
+        if loops == NULL or G.loops == NULL or claims == NULL or shares == NULL:
             raise MemoryError(f"the row groups of a {name} pass")
         if cells_groups_init(&G.groups, groups, size) != 0:
             raise MemoryError(f"the row groups of a {name} pass")
         groups_made = True
         for g in range(groups):
-            G.loops[g] = L[0]
-            G.loops[g].r0 = part_start(L.bS, g, groups, 1)
-            G.loops[g].r1 = part_start(L.bS, g + 1, groups, 1)
-            G.loops[g].n_threads = G.loops[g].tasks = size
-            G.loops[g].shares = shares + 3 * size * g
+            loops[g] = L[0]
+            loops[g].r0 = part_start(L.bS, g, groups, 1)
+            loops[g].r1 = part_start(L.bS, g + 1, groups, 1)
+            loops[g].n_threads = loops[g].tasks = size
+            loops[g].shares = shares + 3 * size * g
             if L.part_sums != NULL:
-                G.loops[g].part_sums = <char *>L.part_sums + size * g * sums_bytes
+                loops[g].part_sums = <char *>L.part_sums + size * g * sums_bytes
             if cells_claims_init(&claims[g], size) != 0:
                 raise MemoryError(f"the claims of a {name} pass")
             claims_made += 1
-            G.loops[g].claims = &claims[g]
+            loops[g].claims = &claims[g]
+            G.loops[g] = &loops[g]
         if backward:
             G.run = group_recurrence_float if single else group_recurrence_double
         else:
             G.run = group_forward_float if single else group_forward_double
         with nogil:
-            if openmp:
-                cells_run_parts_with_openmp(L.n_threads, run_row_groups, &G)
-            else:
-                cells_run_parts(L.n_threads, run_row_groups, &G)
+            run_parts(L.n_threads, run_grouped, &G, openmp)
     finally:
         for g in range(claims_made):
             cells_claims_destroy(&claims[g])
@@ -1613,6 +1624,7 @@ cdef int run_row_groups_pass(Loop *L, bint backward, bint single, str name,
         free(shares)
         free(claims)
         free(G.loops)
+        free(loops)
     if backward:
         run_claimed(L, gradients_float if single else gradients_double, False, name, openmp)
     return 0
@@ -1790,28 +1802,6 @@ cdef void end_call(NetCall *call) noexcept:
     cells_claims_destroy(&call.claims)
     free(call.scratch)
     free(call.lowp)
-
-
-cdef struct Calls:
-    # Prepared nets' calls run at once (run_calls): call k by group k of the parts.
-    NetCall *call
-    cells_groups groups
-
-
-cdef void run_call_float(void *arg, int group, cells_part home) noexcept nogil:
-    forward_loop(&(<Calls *>arg).call[group].L, home, <float>0)
-
-
-cdef void run_call_double(void *arg, int group, cells_part home) noexcept nogil:
-    forward_loop(&(<Calls *>arg).call[group].L, home, <double>0)
-
-
-cdef void calls_float(void *arg, cells_part me) noexcept nogil:
-    cells_groups_run(&(<Calls *>arg).groups, me, run_call_float, arg)
-
-
-cdef void calls_double(void *arg, cells_part me) noexcept nogil:
-    cells_groups_run(&(<Calls *>arg).groups, me, run_call_double, arg)
 
 
 cdef class PreparedWeights:
@@ -2030,30 +2020,34 @@ def run_calls(calls, int threads_each):
     results are run()'s, bit for bit (a prepared net's sums do not depend on its threads)."""
     cdef Py_ssize_t n = len(calls), k, started = 0
     cdef PreparedWeights net
-    cdef Calls run
+    cdef Grouped G
     if n * threads_each > CELLS_MAX_THREADS or threads_each < 1:
         raise ValueError(f"internal: {n} calls of {threads_each} threads")
     if len({c[0].dtype for c in calls}) > 1:
         raise ValueError("internal: calls of nets of different dtypes")
-    run.call = <NetCall *>calloc(max(n, 1), sizeof(NetCall))
-    if run.call == NULL:
-        raise MemoryError("the calls of prepared nets")
+    cdef NetCall *call = <NetCall *>calloc(max(n, 1), sizeof(NetCall))
+    G.loops = <Loop **>calloc(max(n, 1), sizeof(Loop *))
     cdef bint single = n > 0 and calls[0][0].dtype == np.float32
+    G.run = group_forward_float if single else group_forward_double
     try:
+        if call == NULL or G.loops == NULL:
+            raise MemoryError("the calls of prepared nets")
         for k in range(n):
             net = calls[k][0]
             sL, bS, x, hI, cI, h, hL, cL, seq_len = calls[k][1]
-            net.start(&run.call[k], sL, bS, x, hI, cI, h, hL, cL, seq_len, threads_each)
+            net.start(&call[k], sL, bS, x, hI, cI, h, hL, cL, seq_len, threads_each)
             started += 1
-        if cells_groups_init(&run.groups, n, threads_each) != 0:
+            G.loops[k] = &call[k].L
+        if cells_groups_init(&G.groups, n, threads_each) != 0:
             raise MemoryError("the groups of prepared nets' calls")
         with nogil:
-            cells_run_parts(n * threads_each, calls_float if single else calls_double, &run)
-        cells_groups_destroy(&run.groups)
+            cells_run_parts(n * threads_each, run_grouped, &G)
+        cells_groups_destroy(&G.groups)
     finally:
         for k in range(started):
-            end_call(&run.call[k])
-        free(run.call)
+            end_call(&call[k])
+        free(call)
+        free(G.loops)
 
 
 cdef _unpack(PreparedWeights net, const PackedWeights *w):

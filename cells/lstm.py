@@ -49,7 +49,9 @@ import numpy as np
 
 from cells import _validate as check
 from cells._params import kernel_clip
-from cells._prepared import LstmState, PreparedNet, prepare_net, weights_option
+from cells._prepared import (
+    LstmState, PreparedNet, lstm_options, prepare_net, weights_option,
+)
 from cells._threads import check_n_threads
 from cells._time_loop import LSTM_ACTIVATIONS
 
@@ -588,11 +590,7 @@ def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
     clip = check.cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
-    options = {"cell_clip": clip, "gate_act": acts[0][0], "gate_alpha": acts[0][1],
-               "gate_beta": acts[0][2], "cell_act": acts[1][0], "cell_alpha": acts[1][1],
-               "cell_beta": acts[1][2], "out_act": acts[2][0], "out_alpha": acts[2][1],
-               "out_beta": acts[2][2], "n_threads": check_n_threads(n_threads),
-               "weights": weights_option(weights)}
+    options = lstm_options(clip, acts, check_n_threads(n_threads), weights_option(weights))
     check.numpy_weights(Wx=Wx, Wr=Wr, **{name: a for name, a in
                                          (("b", b), ("Wp", Wp), ("Wproj", Wproj))
                                          if a is not None})
