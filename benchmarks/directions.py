@@ -27,7 +27,8 @@ import torch
 
 import harness
 from cells import _prepared, _time_loop
-from cells.torch import GRU, LSTM, _call, _time_reversed
+from cells.torch import GRU, LSTM
+from cells.torch._modules import call_net, time_reversed
 
 SHAPES = [(100, 1, 64), (100, 1, 128), (100, 1, 256), (100, 4, 256), (100, 16, 256),
           (100, 64, 256), (50, 1, 512), (25, 64, 512)]   # (T, B, H)
@@ -48,14 +49,14 @@ def contenders(module, T, B, H, threads):
     with torch.no_grad():
         nets = module._nets(x)
     a = x.numpy()
-    reversed_a = np.ascontiguousarray(_time_reversed(a, None))
+    reversed_a = np.ascontiguousarray(time_reversed(a, None))
 
     def together():
         return tuple(r.h for r in _prepared.call_together(
             [(nets[0], a, None), (nets[1], reversed_a, None)], None, lambda: threads))
 
     def apart():
-        return tuple(_call(net, x, None).h for net, x in ((nets[0], a), (nets[1], reversed_a)))
+        return tuple(call_net(net, x, None).h for net, x in ((nets[0], a), (nets[1], reversed_a)))
 
     def on_threads():
         return harness._torch_threads(torch, threads)

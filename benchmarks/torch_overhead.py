@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 import cells.torch as ct
+from cells.torch._modules import Stack
 import harness
 
 ROUND_S = 0.001     # a round's calls of one contender last at least this long
@@ -72,7 +73,7 @@ class Case:
 
     @property
     def stack(self):
-        return issubclass(self.cls, ct._Stack)
+        return issubclass(self.cls, Stack)
 
     def __str__(self):
         x = ((self.B, 1) if self.batch_first else (1, self.B)) if self.stack else (self.B,)

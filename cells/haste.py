@@ -76,7 +76,7 @@ c every step's c with c_steps or keep_workspace (else empty); the rest is the tr
 workspace (empty tensors without keep_workspace), which the backward operator
 cells::haste_<layer>_backward reads (a copy of what it consumes: backward(retain_graph=True)
 can run twice) instead of recomputing the forward pass. Double backward differentiates a
-plain-torch recomputation of the time loop (cells/_torch_recompute.py), as cells.torch's
+plain-torch recomputation of the time loop (cells/torch/_recompute.py), as cells.torch's
 operators do: exact, and far slower than the kernels.
 """
 import numpy as np
@@ -84,14 +84,14 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from cells import _torch_recompute as recompute
 from cells import convert, layer_norm_gru, layer_norm_lstm
 from cells._cpu import calls
 from cells._families import FAMILIES
 from cells._threads import on_openmp_pool
-from cells.torch import (
-    _dLdx_like, _keep_workspace, _kept, _n_threads, _needed, _no_workspace,
-    _register_double_backward,
+from cells.torch import _recompute as recompute
+from cells.torch._operators import (
+    call_threads, dLdx_like, keep_workspace, needed, no_workspace, register_double_backward,
+    workspace_kept,
 )
 
 __all__ = ["LSTM", "GRU", "LayerNormLSTM", "LayerNormGRU", "IndRNN"]
@@ -200,7 +200,7 @@ class _Operator:
         H = named["hI"].shape[1]
         zone = _kernel_zoneout(_array("zoneout_mask", named["zoneout_mask"]), named["zoneout"],
                                a["x"].dtype)
-        return a, (T, N, I, H), zone, _n_threads(FAMILIES[self.name], x, H)
+        return a, (T, N, I, H), zone, call_threads(FAMILIES[self.name], x, H)
 
     def run(self, *args):
         """The operator's body."""
@@ -210,7 +210,7 @@ class _Operator:
         with on_openmp_pool():
             results = self._forward(a, dims, zone, keep, named.get("c_steps", False),
                                     n_threads)
-        return tuple(_no_workspace(named["x"]) if r is None else torch.from_numpy(r)
+        return tuple(no_workspace(named["x"]) if r is None else torch.from_numpy(r)
                      for r in results)
 
     def fake(self, *args):
@@ -223,8 +223,8 @@ class _Operator:
         if self.cell_state:
             steps = named["c_steps"] or keep
             outputs += [x.new_empty((N, H)),
-                        x.new_empty((T, N, H)) if steps else _no_workspace(x)]
-        return (*outputs, *(x.new_empty((T, N, width * H)) if keep else _no_workspace(x)
+                        x.new_empty((T, N, H)) if steps else no_workspace(x)]
+        return (*outputs, *(x.new_empty((T, N, width * H)) if keep else no_workspace(x)
                             for width in self.workspace.values()))
 
     def _backward_names(self):
@@ -236,14 +236,14 @@ class _Operator:
         named = dict(zip(self._backward_names(), args))
         a, dims, zone, n_threads = self._inputs(named)
         saved = None
-        if _kept(named[next(iter(self.workspace))]):
+        if workspace_kept(named[next(iter(self.workspace))]):
             saved = tuple(_array(n, named[n]).copy() if n in self.workspace
                           else _array(n, named[n]) for n in self.saved)
         grads = {g: _array(g, named[g]) for g in self.grads}
         with on_openmp_pool():
             results = self._backward(a, dims, zone, saved, grads, named["input_grad"],
                                      n_threads)
-        return tuple(_no_workspace(named["x"]) if g is None else torch.from_numpy(g)
+        return tuple(no_workspace(named["x"]) if g is None else torch.from_numpy(g)
                      for g in results)
 
     def fake_backward(self, *args):
@@ -251,7 +251,7 @@ class _Operator:
         input_grad)."""
         named = dict(zip(self._backward_names(), args))
         x = named["x"]
-        return (_dLdx_like(x, named["input_grad"]),
+        return (dLdx_like(x, named["input_grad"]),
                 *(named[n].new_empty(named[n].shape) for n in self.params[1:]))
 
     def setup_context(self, ctx, inputs, output):
@@ -277,7 +277,7 @@ class _Operator:
             return (None,) * n_inputs
         params, (zoneout_mask, *saved) = ctx.saved_tensors[:n], ctx.saved_tensors[n:]
         results = self.backward_op(*params, *grads, zoneout_mask, ctx.zoneout, *saved, needs[0])
-        return (*_needed(results, needs), *(None for _ in self.options))
+        return (*needed(results, needs), *(None for _ in self.options))
 
     def register(self):
         """Define both operators, their fakes and their autograd formulas."""
@@ -290,7 +290,7 @@ class _Operator:
         op.register_fake(self.fake)
         self.backward_op.register_fake(self.fake_backward)
         op.register_autograd(self.backward, setup_context=self.setup_context)
-        _register_double_backward(self.backward_op, self._recomputed, len(self.params),
+        register_double_backward(self.backward_op, self._recomputed, len(self.params),
                                   len(self.grads), 2)
 
     def _recomputed(self, *args):
@@ -565,7 +565,7 @@ class _HasteRNN(torch.nn.Module):
         if self._cell_state:
             options.append(lengths is not None or self.return_state_sequence)   # c_steps
         outputs = self._op(input, *(s[0] for s in states), *weights, *options,
-                           _keep_workspace(input, *states, *weights))
+                           keep_workspace(input, *states, *weights))
         h = outputs[0]
         finals = [(h, h[-1] if T else states[0][0])]
         if self._cell_state:

@@ -161,13 +161,14 @@ def test_cells_torch_runs_cuda_tensors_on_the_gpu_backend(fake_gpu, monkeypatch)
     outputs and every gradient are the CPU path's."""
     torch = pytest.importorskip("torch")
     import cells.torch as ct
+    from cells.torch import _operators
     gpu_check = load_gpu_check()
     for name, module, inputs in gpu_check.torch_models(torch, ct):
         expected = gpu_check.outputs_and_grads(torch, module, inputs)
         launcher = CountingLauncher()
         with monkeypatch.context() as patch:
-            patch.setattr(ct, "_on_gpu", lambda t: True)
-            patch.setattr(ct, "_torch_stream", lambda device: None)
+            patch.setattr(_operators, "_on_gpu", lambda t: True)
+            patch.setattr(_operators, "_torch_stream", lambda device: None)
             patch.setattr(cuda, "device_launcher", lambda: launcher)
             got = gpu_check.outputs_and_grads(torch, module, inputs)
         assert launcher.launches > 0, name

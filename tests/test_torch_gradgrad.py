@@ -1,7 +1,7 @@
 """Second derivatives of cells.torch's operators and modules (double backward), float64.
 
 torch.autograd.gradgradcheck compares the analytical second derivatives (the backward
-operators' autograd formula: the plain-torch recomputation of cells/_torch_recompute.py) with
+operators' autograd formula: the plain-torch recomputation of cells/torch/_recompute.py) with
 central differences of the first (cells' kernels), at gradgradcheck's own tolerances (eps 1e-6,
 atol 1e-5, rtol 1e-3: differences of smooth functions of inputs ~1 in float64). For each
 operator and option, every input and every incoming gradient, in full (every column of the

@@ -21,6 +21,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence  # noqa: E40
 import cells  # noqa: E402
 from cells._prepared import PreparedNet  # noqa: E402
 from cells._threads import max_threads  # noqa: E402
+from cells.torch import _modules as modules  # noqa: E402
 
 TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5}
 TORCH_CLASSES = {ct.GRU: torch.nn.GRU, ct.LSTM: torch.nn.LSTM, ct.RNN: torch.nn.RNN,
@@ -360,14 +361,14 @@ def bare_net(module):
     own: the bits its call must give."""
     if isinstance(module, ct.LLTM):
         return cells.lltm.prepare(module.weights.detach().numpy(), module.bias.detach().numpy())
-    suffix = "_l0" if isinstance(module, ct._Stack) else ""
+    suffix = "_l0" if isinstance(module, modules.Stack) else ""
     weight_ih, weight_hh, bias_ih, bias_hh = (
         getattr(module, name + suffix).detach().numpy()
         for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
-    if isinstance(module, ct._LstmFamily):
+    if isinstance(module, modules.LstmFamily):
         return cells.lstm.prepare(weight_ih.T, weight_hh.T, bias_ih + bias_hh)
     b = np.stack([bias_ih, bias_hh])
-    if isinstance(module, ct._GruFamily):
+    if isinstance(module, modules.GruFamily):
         return cells.gru.prepare(weight_ih.T, weight_hh.T, b, linear_before_reset=True)
     return cells.rnn.prepare(weight_ih.T, weight_hh.T, b, activation=module.nonlinearity)
 
@@ -375,20 +376,20 @@ def bare_net(module):
 @pytest.fixture
 def full_checks(monkeypatch):
     """A list that records each call that goes through forward's full checks (the input's
-    _check_tensor, which every module's full path makes first), from now."""
+    check_tensor, which every module's full path makes first), from now."""
     calls = []
 
-    def recording(name, t, _check=ct._check_tensor):
+    def recording(name, t, _check=modules.check_tensor):
         calls.append(name)
         return _check(name, t)
 
-    monkeypatch.setattr(ct, "_check_tensor", recording)
+    monkeypatch.setattr(modules, "check_tensor", recording)
     return calls
 
 
 def without_served(monkeypatch):
     """Every module's forward through its full checks, from now."""
-    for owner in (ct._Stack, ct._Cell, ct.LLTM):
+    for owner in (modules.Stack, modules.Cell, ct.LLTM):
         monkeypatch.setattr(owner, "_served", lambda self, *args: None)
 
 
@@ -399,11 +400,11 @@ def one_step(cells_class, B, batch_first, dtype, steps=1):
     torch.manual_seed(0)
     if cells_class is ct.LLTM:
         module = ct.LLTM(nIn, H).to(dtype)
-    elif issubclass(cells_class, ct._Stack):
+    elif issubclass(cells_class, modules.Stack):
         module = cells_class(nIn, H, batch_first=batch_first, dtype=dtype)
     else:
         module = cells_class(nIn, H, dtype=dtype)
-    batch = (1, B) if isinstance(module, ct._Stack) else (B,)
+    batch = (1, B) if isinstance(module, modules.Stack) else (B,)
     x = torch.randn(*((steps, B) if len(batch) == 2 else batch), nIn, dtype=dtype)
     states = [torch.randn(*batch, H, dtype=dtype)
               for _ in range(2 if cells_class in (ct.LSTM, ct.LSTMCell, ct.LLTM) else 1)]
@@ -423,7 +424,7 @@ def carried_calls(module, x, hx, calls=2):
     results = []
     for _ in range(calls):
         result = module(x) if hx is None else module(x, hx)
-        hx = result[1] if isinstance(module, ct._Stack) else result
+        hx = result[1] if isinstance(module, modules.Stack) else result
         results.append(flat(result))
     return results
 
@@ -469,7 +470,7 @@ def test_the_common_call_gives_the_bare_nets_bits(monkeypatch, full_checks, cell
     the full path."""
     module, x, states = one_step(cells_class, B, batch_first, dtype, steps)
     hx = as_hx(module, states) if given else None
-    stack = isinstance(module, ct._Stack)
+    stack = isinstance(module, modules.Stack)
     with NO_GRAD[mode]():
         served = carried_calls(module, x, hx)
         assert full_checks == []
@@ -594,7 +595,8 @@ def test_what_the_common_call_rejects_raises_as_before(monkeypatch, cells_class,
     full checks raise, type and message, and the type torch's own module raises."""
     reference, module = pair(cells_class, nIn, H)
     torch.manual_seed(3)
-    args = (stack_errors if issubclass(cells_class, ct._Stack) else cell_errors)(cells_class)[what]
+    errors = stack_errors if issubclass(cells_class, modules.Stack) else cell_errors
+    args = errors(cells_class)[what]
     with NO_GRAD[mode]():
         raised = error(module, *args)
         without_served(monkeypatch)

@@ -31,7 +31,7 @@ ct = pytest.importorskip("cells.torch")
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence  # noqa: E402
 
 import cells  # noqa: E402
-from cells._torch_quantized import (  # noqa: E402
+from cells.torch._quantized import (  # noqa: E402
     _FLOAT_CLASS, QuantizedGRU, QuantizedGRUCell, QuantizedLSTM, QuantizedLSTMCell, QuantizedRNN,
     QuantizedRNNCell)
 

@@ -3,20 +3,18 @@ bfloat16 prepared nets.
 
 The quantized modules hold one PreparedNet per layer and direction (``nets``, index layer *
 num_directions + direction), prepared once from the float module's weights, and no parameter.
-They share cells.torch's forward plumbing: _Stack.forward and _Cell.forward with the family's
-states (_GruFamily, _LstmFamily, _RnnFamily), torch's argument checks, and _Stack._net_layers /
-_net_step on the nets, which _nets below always returns. So a quantized module runs exactly the
-prepared nets' numerics, layer by layer, with nothing of its own.
-
-Imported by cells.torch (at its end), from which it takes that machinery.
+They share the float modules' forward plumbing (cells/torch/_modules.py): Stack.forward and
+Cell.forward with the family's states (GruFamily, LstmFamily, RnnFamily), torch's argument
+checks, and Stack._net_layers / _net_step on the nets, which _nets below always returns.
+So a quantized module runs exactly the prepared nets' numerics, layer by layer, with nothing of
+its own.
 """
 import copy
 
 import torch
 
-from cells.torch import (
-    _Cell, _GruFamily, _LstmFamily, _RnnFamily, _Stack, GRU, GRUCell, LSTM,
-    LSTMCell, RNN, RNNCell)
+from cells.torch._modules import (
+    GRU, LSTM, RNN, Cell, GRUCell, GruFamily, LSTMCell, LstmFamily, RNNCell, RnnFamily, Stack)
 
 # torch's dtype argument -> prepare's weights=
 _WEIGHT_KINDS = {torch.qint8: "int8", torch.bfloat16: "bfloat16"}
@@ -70,14 +68,14 @@ class _Quantized:
 # ---------------------------------------------------------------------------------------------
 
 class _QuantizedStack(_Quantized):
-    """_Stack's forward on the nets, with torch.nn.RNNBase's argument checks (float32 input)."""
+    """Stack's forward on the nets, with torch.nn.RNNBase's argument checks (float32 input)."""
 
     _options = ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
                 "bidirectional", "proj_size")
 
     @staticmethod
     def _float_weights(module):
-        return _Stack._layer_weights(module)
+        return Stack._layer_weights(module)
 
     def check_input(self, input, batch_sizes):
         """torch.nn.RNNBase.check_input, the weights' dtype being float32."""
@@ -108,12 +106,12 @@ class _QuantizedStack(_Quantized):
         return f"{s}, dtype={self.dtype}"
 
 
-class QuantizedGRU(_QuantizedStack, _GruFamily, _Stack, torch.nn.Module):
+class QuantizedGRU(_QuantizedStack, GruFamily, Stack, torch.nn.Module):
     """torch.nn.GRU for inference on cells' int8 or bfloat16 prepared nets (quantize_dynamic)."""
 
 
 
-class QuantizedLSTM(_QuantizedStack, _LstmFamily, _Stack, torch.nn.Module):
+class QuantizedLSTM(_QuantizedStack, LstmFamily, Stack, torch.nn.Module):
     """torch.nn.LSTM for inference on cells' int8 or bfloat16 prepared nets (quantize_dynamic)."""
 
     check_forward_args = torch.nn.LSTM.check_forward_args
@@ -121,7 +119,7 @@ class QuantizedLSTM(_QuantizedStack, _LstmFamily, _Stack, torch.nn.Module):
     permute_hidden = torch.nn.LSTM.permute_hidden
 
 
-class QuantizedRNN(_QuantizedStack, _RnnFamily, _Stack, torch.nn.Module):
+class QuantizedRNN(_QuantizedStack, RnnFamily, Stack, torch.nn.Module):
     """torch.nn.RNN for inference on cells' int8 or bfloat16 prepared nets (quantize_dynamic)."""
 
     _options = (*_QuantizedStack._options, "nonlinearity")
@@ -132,13 +130,13 @@ class QuantizedRNN(_QuantizedStack, _RnnFamily, _Stack, torch.nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 class _QuantizedCell(_Quantized):
-    """_Cell's forward on the one net, with torch's checks of a cell's arguments."""
+    """Cell's forward on the one net, with torch's checks of a cell's arguments."""
 
     _options = ("input_size", "hidden_size", "bias")
 
     @staticmethod
     def _float_weights(module):
-        return _Cell._layer_weights(module)
+        return Cell._layer_weights(module)
 
     def _weights_dtype(self):
         """float32: what the nets take (their weights are int8 or bfloat16)."""
@@ -148,17 +146,17 @@ class _QuantizedCell(_Quantized):
         return f"{torch.nn.RNNCellBase.extra_repr(self)}, dtype={self.dtype}"
 
 
-class QuantizedGRUCell(_QuantizedCell, _GruFamily, _Cell, torch.nn.Module):
+class QuantizedGRUCell(_QuantizedCell, GruFamily, Cell, torch.nn.Module):
     """torch.nn.GRUCell for inference on a cells int8 or bfloat16 prepared net."""
 
 
 
-class QuantizedLSTMCell(_QuantizedCell, _LstmFamily, _Cell, torch.nn.Module):
+class QuantizedLSTMCell(_QuantizedCell, LstmFamily, Cell, torch.nn.Module):
     """torch.nn.LSTMCell for inference on a cells int8 or bfloat16 prepared net."""
 
 
 
-class QuantizedRNNCell(_QuantizedCell, _RnnFamily, _Cell, torch.nn.Module):
+class QuantizedRNNCell(_QuantizedCell, RnnFamily, Cell, torch.nn.Module):
     """torch.nn.RNNCell for inference on a cells int8 or bfloat16 prepared net."""
 
     _options = (*_QuantizedCell._options, "nonlinearity")
