@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 
 import cells  # noqa: E402
 from cells import _gpu  # noqa: E402
+from cells._families import gru, lstm  # noqa: E402
 from cells import onnx as co  # noqa: E402
 
 F64_TOL = 1e-10
@@ -320,23 +321,23 @@ def cells_runs(cupy, family, T, B, H):
         Wx, Wh, b = r(H, 3 * H), r(H, 3 * H), r(2, 3 * H)
 
         def inference():
-            _gpu.calls.gru_forward(dims, x, hI, Wx, Wh, b, True, False, 1)
+            gru.forward(_gpu, dims, x, hI, Wx, Wh, b, True, False, 1)
 
         def training():
-            saved = _gpu.calls.gru_forward(dims, x, hI, Wx, Wh, b, True, True, 1)
-            _gpu.calls.gru_backward(dims, x, hI, Wx, Wh, b, True, saved, dLdh, None, None, 1)
+            saved = gru.forward(_gpu, dims, x, hI, Wx, Wh, b, True, True, 1)
+            gru.backward(_gpu, dims, x, hI, Wx, Wh, b, True, saved, dLdh, None, None, 1)
     else:
         Wx, Wr, b = r(H, 4 * H), r(H, 4 * H), r(4 * H)
 
         def inference():
-            _gpu.calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True, False,
-                                    1)
+            lstm.forward(_gpu, dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True, False,
+                         1)
 
         def training():
-            h, _, _, c, gates, m = _gpu.calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, None, None,
-                                                           0.0, None, True, True, 1)
-            _gpu.calls.lstm_backward(dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True,
-                                     (h, c, gates, m), dLdh, None, None, 1)
+            h, _, _, c, gates, m = lstm.forward(_gpu, dims, x, Wx, Wr, b, hI, cI, None, None,
+                                                0.0, None, True, True, 1)
+            lstm.backward(_gpu, dims, x, Wx, Wr, b, hI, cI, None, None, 0.0, None, True,
+                          (h, c, gates, m), dLdh, None, None, 1)
     return inference, training
 
 

@@ -44,8 +44,8 @@ class Shape:
 
 
 @dataclass(frozen=True)
-class Family:
-    """A family as the check and the timing call it, from its declaration (cells/_families.py).
+class FamilyRun:
+    """A family as the check and the timing call it, from its declaration (cells/_families/).
 
     forward, backward: its time loop and the loop's backward, which returns the gradients of
       the declared arguments first, in their order;
@@ -82,7 +82,7 @@ class Family:
         return self.declared.final_state_values(outputs)
 
 
-FAMILIES = {name: Family(declared) for name, declared in _families.FAMILIES.items()}
+FAMILIES = {name: FamilyRun(declared) for name, declared in _families.FAMILIES.items()}
 
 CHECK_SHAPE = Shape(T=6, B=3, I=4, H=3)
 BENCH_SHAPES = (Shape(T=100, B=1, I=128, H=128), Shape(T=100, B=64, I=256, H=256))

@@ -29,6 +29,15 @@ def type_name(a):
     return f"{kind.__module__.partition('.')[0]}.{kind.__qualname__}"
 
 
+def torch_layout(Wx, Wh):
+    """Whether the weights Wx [nIn, G] and Wh [nState, G] are both in PyTorch's layout,
+    transposed: F-ordered (each the transpose of a C-ordered array, as weight_ih.T) and not both
+    C-ordered as well. The CPU's time loop reads such weights where they are, and every backend
+    returns their gradients F-ordered, like them."""
+    return (Wx is not None and Wh is not None and Wx.flags.f_contiguous and Wh.flags.f_contiguous
+            and not (Wx.flags.c_contiguous and Wh.flags.c_contiguous))
+
+
 def consume_workspace(*buffers):
     """Mark buffers the backward pass has overwritten with gradients read-only."""
     for a in buffers:

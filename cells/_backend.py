@@ -1,33 +1,20 @@
-"""Which backend runs a call, chosen from the types of its arrays.
+"""Which backend runs a call: cells._cpu for NumPy arrays, cells._gpu for CuPy arrays.
 
-A backend is a module with the functions of cells._cpu, whose docstring states their contract.
-NumPy arrays run on cells._cpu, CuPy arrays on cells._gpu. CuPy arrays are recognised without
-importing CuPy, so that `import cells` never needs it and a call mixing them with NumPy arrays is
-a clear TypeError; the GPU backend imports CuPy when it runs (an ImportError saying what to
+A backend is a module with the two loops of cells._cpu, whose docstring states their contract.
+The faces have checked that a call's arrays are of one kind (cells._validate.real_arrays), so
+one array tells the backend. CuPy arrays are recognised without importing CuPy, so that `import
+cells` never needs it; the GPU backend imports CuPy when it runs (an ImportError saying what to
 install where it is missing).
 """
-from cells._arrays import on_gpu, type_name
+from cells._arrays import on_gpu
 
 
-def select(**arrays):
-    """The backend module for a call's arrays (name=array, None = not given): cells._cpu when all
-    are NumPy arrays, cells._gpu when all are CuPy arrays.
-
-    A TypeError names the first argument that is a CuPy array where the first array is not, or
-    the other way round.
-    """
-    first = None
-    for name, a in arrays.items():
-        if a is None:
-            continue
-        if first is None:
-            first = name, a
-        elif on_gpu(a) != on_gpu(first[1]):
-            raise TypeError(f"{name}: expected a {type_name(first[1])} as {first[0]} (one call "
-                            f"takes NumPy arrays or CuPy arrays, not both), got {type_name(a)}")
+def of(a):
+    """The backend module for a call on array `a` (and arrays of its kind): cells._gpu for a
+    CuPy array, cells._cpu otherwise."""
     # Imported on first use: cells._gpu imports nothing of CuPy at import, but cells._cpu
     # loads the compiled kernels.
-    if first is not None and on_gpu(first[1]):
+    if on_gpu(a):
         from cells import _gpu
         return _gpu
     from cells import _cpu

@@ -1,55 +1,40 @@
 """The CPU backend: runs the one time loop (cells/_time_loop.pyx) on NumPy arrays.
 
-cells._backend chooses a backend from a call's arrays; every backend module has these functions:
+cells._backend chooses a backend from a call's arrays; every backend module has its two loops,
+which the families' mappings (cells/_families/) call with each family's arrays and options:
 
-    empty(shape, dtype), zeros(shape, dtype)       new C-ordered arrays of the backend's kind
-    calls                                          the family functions: calls.gru_forward,
-                                                   calls.gru_backward, ... one per family and
-                                                   direction (cells/_family_calls.py documents
-                                                   their arguments and results)
+    forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, **arrays and options)
+        -> (h, hL, cL, gates, c, aux, m)
+    backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, **arrays and options)
+        -> (dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP, dLdWproj)
 
-The contract of the family functions:
-  - the face (cells.gru, cells.lstm, cells.lltm, cells.rnn) has validated every argument: arrays
-    of the backend's kind and of one real dtype (in any memory order), shapes consistent with
+`family` is a row of the C table (cells._time_loop.FAMILIES); forward's and backward's
+docstrings below say what each array and option is. The contract:
+  - the face (cells.gru, cells.lstm, ...) has validated every argument: arrays of the
+    backend's kind and of one real dtype (in any memory order), shapes consistent with
     `dims` = (sL, bS, nIn, nOut) (sL = 1 for a cell: x is then [1, bS, nIn]), flags as bools,
     seq_len None or int64 [bS] in [0, sL], n_threads None (cells._threads.time_loop_threads
     chooses) or a positive int, a workspace made by this forward with this call's options and
     not used by a backward yet;
   - they return new C-ordered arrays of the inputs' dtype, plain (no NamedTuple): the face
     builds its results and workspaces from them. One exception: where Wx and Wh are in
-    PyTorch's layout (cells._params.torch_layout: both F-ordered), dL/dWx and dL/dWh are
+    PyTorch's layout (cells._arrays.torch_layout: both F-ordered), dL/dWx and dL/dWh are
     F-ordered too (this loop reads such weights where they are: weights_as_read);
-  - a forward with keep=True also returns every step's saved arrays, in the field order of the
-    family's workspace (GruWorkspace: h, gates, hc; LstmWorkspace: h, c, gates; LltmWorkspace:
-    h, gates, c; RnnWorkspace: h, gates); without keep those are None;
-  - a backward takes those saved arrays as `saved` (None: it runs the forward first), overwrites
-    the ones the workspace check calls consumed with gradients and leaves them read-only; with
-    input_grad=False it skips dL/dx and returns None for it.
+  - a forward with keep=True also returns every step's saved arrays; without keep those are
+    None;
+  - a backward takes those saved arrays as `saved`, overwrites gates (and a kept aux) with
+    gradients and leaves them read-only; with input_grad=False it skips dL/dx and returns None
+    for it.
 
-Every family goes through the same two functions, `_forward` and `_backward`: they own the
-buffers of a call (cells/_loop.pxd documents each one); a backward that may run BLAS (for a
-large weight gradient) holds it at one thread meanwhile. The family functions on them are
-cells/_family_calls.py's, shared with the GPU backend.
+Both loops own the buffers of a call (cells/_loop.pxd documents each one); a backward that may
+run BLAS (for a large weight gradient) holds it at one thread meanwhile.
 """
 import contextlib
 
 import numpy as np
 
-from cells import _time_loop
-from cells import _arrays
-from cells._family_calls import FamilyCalls
-from cells._params import torch_layout
+from cells import _arrays, _time_loop
 from cells._threads import openmp_pool, sequential_blas, time_loop_threads
-
-
-def empty(shape, dtype):
-    """A new uninitialised C-ordered array."""
-    return np.empty(shape, dtype)
-
-
-def zeros(shape, dtype):
-    """A new C-ordered array of zeros."""
-    return np.zeros(shape, dtype)
 
 
 def _c_order(a):
@@ -62,7 +47,7 @@ def weights_as_read(Wx, Wh):
     """(transposed, Wx, Wh) as the time loop reads the weights Wx [nIn, G] and Wh [nState, G]
     (None for the LLTM's W): in PyTorch's layout (torch_layout), their C-ordered transposes,
     read where they are; else in C order (a copy of one that is not)."""
-    if torch_layout(Wx, Wh):
+    if _arrays.torch_layout(Wx, Wh):
         return True, Wx.T, Wh.T
     return False, _c_order(Wx), _c_order(Wh)
 
@@ -96,9 +81,9 @@ def _threads(fam, dims, nState):
 # The time loop's buffers, for every family
 # ---------------------------------------------------------------------------------------------
 
-def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
-             W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
-             lstm_acts=_time_loop.LSTM_ACTIVATIONS, z=None, zoneout=None, c_steps=False):
+def forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
+            W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
+            lstm_acts=_time_loop.LSTM_ACTIVATIONS, z=None, zoneout=None, c_steps=False):
     """Run the forward time loop of `family` (a key of _time_loop.FAMILIES) with its weights
     (Wx and Wh, or W in PyTorch's layout), b, P, Wproj, clip and activation as
     _time_loop.forward takes them. The state h has nState columns: nOut, or nProj with Wproj
@@ -145,17 +130,17 @@ def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=
     return h, hL, cL, gates, c, (aux if aux_kept else None), m
 
 
-def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
-              dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
-              Wproj=None, clip=np.inf, activation=0, lstm_acts=_time_loop.LSTM_ACTIVATIONS,
-              input_grad=True, bias=True, dLdc=None, zoneout=None):
+def backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
+             dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
+             Wproj=None, clip=np.inf, activation=0, lstm_acts=_time_loop.LSTM_ACTIVATIONS,
+             input_grad=True, bias=True, dLdc=None, zoneout=None):
     """Run the backward time loop of `family` on `saved` = (h, gates, c, aux, m) of its forward
     with keep (c, aux, m None where the family has none, does not keep it or has no Wproj).
     Returns (dLdx [sL, bS, nIn] (None without input_grad: not computed), dLdhI [bS, nState],
     dLdcI [bS, nOut] or None, dLdWx, dLdWh (with W: dLdW, None), dLdb [G], dLdP like P or
     None, dLdWproj like Wproj or None); gates and a kept aux are consumed. dLdWh is None for a
     family with no recurrent product, dLdb without `bias` (a family whose bias is in P). dLdc
-    [sL, bS, nOut]: the gradient arriving at every step's c; zoneout as _forward took it."""
+    [sL, bS, nOut]: the gradient arriving at every step's c; zoneout as forward took it."""
     sL, bS, nIn, nOut = dims
     fam = _time_loop.family(family)
     n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
@@ -203,10 +188,3 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     if W is not None:
         dLdWx, dLdWh = dLdW, None
     return dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP, dLdWproj
-
-
-# ---------------------------------------------------------------------------------------------
-# The family functions (cells/_family_calls.py), on the loops above
-# ---------------------------------------------------------------------------------------------
-
-calls = FamilyCalls(_forward, _backward, lambda a: np)

@@ -1,7 +1,7 @@
 """The GPU backend: the CPU time loop's algorithm on CuPy arrays, with cuBLAS products and the
 families' steps as CUDA kernels (cells/cuda.py, cells/kernels/).
 
-It has the functions of cells._cpu with their contract (see its docstring); n_threads is
+It has the loops of cells._cpu with their contract (see its docstring); n_threads is
 accepted and not used. Per call: the input projection of all steps is one gemm; per step, the
 recurrent gemm into a preallocated buffer and one elementwise kernel (two of each for the
 reset-before GRU, whose candidate multiplies r∘hPrev); the backward carries only the state
@@ -26,8 +26,6 @@ arrays to cells._cpu, never here).
 import numpy as np
 
 from cells import _arrays, _time_loop, cuda
-from cells._family_calls import FamilyCalls
-from cells._params import torch_layout
 from cells._time_loop import LSTM_ACTIVATIONS
 
 
@@ -41,16 +39,6 @@ def _runtime(a):
     if _arrays.on_gpu(a):
         return cuda.import_cupy(), cuda.device_launcher()
     return np, cuda.cpu_launcher()
-
-
-def empty(shape, dtype):
-    """A new uninitialised C-ordered CuPy array."""
-    return cuda.import_cupy().empty(shape, dtype)
-
-
-def zeros(shape, dtype):
-    """A new C-ordered CuPy array of zeros."""
-    return cuda.import_cupy().zeros(shape, dtype)
 
 
 def _c_order(xp, a):
@@ -100,10 +88,10 @@ def _threads(fam, bS, nOut):
     return bS * nOut
 
 
-def _forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
-             W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
-             lstm_acts=LSTM_ACTIVATIONS, z=None, zoneout=None, c_steps=False):
-    """The forward time loop of `family` on the GPU (cells._cpu._forward's arguments and
+def forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
+            W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
+            lstm_acts=LSTM_ACTIVATIONS, z=None, zoneout=None, c_steps=False):
+    """The forward time loop of `family` on the GPU (cells._cpu.forward's arguments and
     results: (h, hL, cL, gates, c, aux, m), the last four every step's with keep, else None;
     c every step's with c_steps too). z [bS, G], when given, receives the pre-activations of
     the last step (all rows active). zoneout: None, [1] or [sL, bS, nOut], the share of the new
@@ -236,12 +224,12 @@ def _prev_state_sum(xp, sL, bS, seq_len, fwd, init, states, D):
     return sum((A * B).sum(axis=0) for A, B in pairs)
 
 
-def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
-              dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
-              Wproj=None, clip=np.inf, activation=0, lstm_acts=LSTM_ACTIVATIONS,
-              input_grad=True, bias=True, dLdc=None, zoneout=None):
+def backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
+             dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
+             Wproj=None, clip=np.inf, activation=0, lstm_acts=LSTM_ACTIVATIONS,
+             input_grad=True, bias=True, dLdc=None, zoneout=None):
     """The backward time loop of `family` on the GPU, on `saved` = (h, gates, c, aux, m) of its
-    forward with keep (cells._cpu._backward's arguments and results: (dLdx, dLdhI, dLdcI, dLdWx,
+    forward with keep (cells._cpu.backward's arguments and results: (dLdx, dLdhI, dLdcI, dLdWx,
     dLdWh (with W: dLdW, None), dLdb, dLdP, dLdWproj)). Unlike the CPU's, it leaves `saved`
     intact, so that a workspace can serve another backward (CuPy arrays cannot be made
     read-only to guard it): the kernels overwrite copies of gates and a kept aux with
@@ -250,7 +238,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     With Wproj, each step starts the kernels from dL/dm = dL/dh·Wprojᵀ (dL/dh: the carried
     gradient of the state plus dLdh at the step), and dL/dWproj = Σ mᵀ·dL/dh after the loop.
 
-    dLdc [sL, bS, nOut] or None: the gradient arriving at every step's c; zoneout as _forward
+    dLdc [sL, bS, nOut] or None: the gradient arriving at every step's c; zoneout as forward
     took it; without `bias` (a family whose bias is in P), dLdb is None, as is dLdWh for a
     family with no recurrent product."""
     xp, launcher = _runtime(x)
@@ -340,7 +328,7 @@ def _backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, d
     if W is not None:
         dLdW = xp.concatenate([dLdWh.T, dLdWx.T], axis=1)
         return dLdx, dLdhI, dc, dLdW, None, dLdb, dLdP, dLdWproj
-    if torch_layout(Wx, Wh):  # the gradients in the weights' layout, as the CPU's
+    if _arrays.torch_layout(Wx, Wh):  # the gradients in the weights' layout, as the CPU's
         dLdWx, dLdWh = xp.asfortranarray(dLdWx), xp.asfortranarray(dLdWh)
     return dLdx, dLdhI, dc, dLdWx, dLdWh, dLdb, dLdP, dLdWproj
 
@@ -390,7 +378,7 @@ def _param_grad(xp, fam, dims, seq_len, fwd, dz, aux, cI, c):
     whose gradient dL/dhc aux holds); "peepholes", the LSTM's (p_i, p_f, p_o): Σ dz_i∘cPrev,
     Σ dz_f∘cPrev, Σ dz_o∘c. The CPU loop's steps add dL/dP up as they run; here every kernel
     thread would need a row of its own, hence the reductions after the loop (which "steps"
-    families, whose dL/dP only their steps compute, do have: _backward's dP_rows)."""
+    families, whose dL/dP only their steps compute, do have: backward's dP_rows)."""
     sL, bS, _, nOut = dims
     if fam.param_grad == "aux":
         return aux.reshape(sL * bS, nOut).sum(axis=0)
@@ -399,10 +387,3 @@ def _param_grad(xp, fam, dims, seq_len, fwd, dz, aux, cI, c):
         _prev_state_sum(xp, sL, bS, seq_len, fwd, cI, c, dzi),
         _prev_state_sum(xp, sL, bS, seq_len, fwd, cI, c, dzf),
         (dzo * c).reshape(sL * bS, nOut).sum(axis=0)])
-
-
-# ---------------------------------------------------------------------------------------------
-# The family functions (cells/_family_calls.py), on the loops above
-# ---------------------------------------------------------------------------------------------
-
-calls = FamilyCalls(_forward, _backward, _arrays.array_module)

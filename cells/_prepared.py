@@ -3,7 +3,7 @@ a chunk of steps at a time, with the state carried from call to call (serving).
 
 cells.gru.prepare, cells.lstm.prepare, cells.rnn.prepare and cells.lltm.prepare check a
 family's weights and options as its time loop does, and hand the time loop's form of them
-(cells/_family_calls.py's mapping) to `prepare_net`, which packs them (cells._time_loop.prepare)
+(cells/_families/'s mappings) to `prepare_net`, which packs them (cells._time_loop.prepare)
 into a PreparedNet. A call of the net checks only x and the state, allocates only its outputs,
 and runs the one time loop on the packed weights with the GIL released.
 
@@ -21,7 +21,7 @@ from cells import _time_loop
 from cells import _validate as check
 from cells._arrays import type_name
 from cells._cpu import weights_as_read
-from cells._params import kernel_clip
+from cells._families._declaration import kernel_clip
 from cells._threads import check_n_threads, max_threads, threads_for_work
 
 # n_threads=None runs a call on a second thread only where each thread gets at least

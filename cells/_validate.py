@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from cells import _arrays, _backend
+from cells import _arrays
 
 REAL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -19,9 +19,9 @@ def real_arrays(optional=(), **arrays):
     """Check that every argument is a float32 or float64 array, all of one dtype and one kind
     (NumPy or CuPy); the names in `optional` may also be None.
 
-    Returns the backend that runs the call (cells._backend.select). No array is converted: a
-    list, None for a required array, an integer array, a mix of float32 and float64 or of NumPy
-    and CuPy arrays is a TypeError naming the argument.
+    No array is converted: a list, None for a required array, an integer array, a mix of
+    float32 and float64 is a TypeError naming the argument; so is, after those checks, the
+    first argument that is a CuPy array where the first array is not, or the other way round.
     """
     dtype = None
     first = None
@@ -38,7 +38,22 @@ def real_arrays(optional=(), **arrays):
             raise TypeError(
                 f"{name}: expected dtype {dtype} (the dtype of {first}), got {a.dtype}"
             )
-    return _backend.select(**arrays)
+    one_kind(**arrays)
+
+
+def one_kind(**arrays):
+    """A TypeError naming the first array (None: not given) that is a CuPy array where the
+    first array is not, or the other way round: one call takes NumPy arrays or CuPy arrays."""
+    first = None
+    for name, a in arrays.items():
+        if a is None:
+            continue
+        if first is None:
+            first = name, a
+        elif _arrays.on_gpu(a) != _arrays.on_gpu(first[1]):
+            raise TypeError(f"{name}: expected a {_arrays.type_name(first[1])} as {first[0]} "
+                            f"(one call takes NumPy arrays or CuPy arrays, not both), got "
+                            f"{_arrays.type_name(a)}")
 
 
 def shape(name, a, expected, meaning):
@@ -71,9 +86,8 @@ def gated_weights(x, hI, Wx, Wh, b, gates, x_ndim, optional=(), **grads):
     """The checks of a family with weights Wx [nIn, G], Wh [nOut, G] and b [G] or [2, G] (rows
     bx, bh), G = gates·nOut (the GRU: 3, the RNN: 1), against x [sL, bS, nIn] (a cell's
     [bS, nIn] when x_ndim = 2) and hI [bS, nOut]; the gradients `grads` are arrays too (those
-    named in `optional` may be None). Returns (backend, (sL, bS, nIn, nOut)), sL = 1 for a
-    cell."""
-    backend = real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
+    named in `optional` may be None). Returns (sL, bS, nIn, nOut), sL = 1 for a cell."""
+    real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
     ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
     ndim("hI", hI, 2, "[bS, nOut]")
     sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
@@ -86,7 +100,7 @@ def gated_weights(x, hI, Wx, Wh, b, gates, x_ndim, optional=(), **grads):
         raise ValueError(f"b: expected shape {(G,)} = [{cols}] or {(2, G)} = [2, {cols}] "
                          f"(rows bx, bh), got {b.shape}")
     gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, cols: G})
-    return backend, (sL, bS, nIn, nOut)
+    return sL, bS, nIn, nOut
 
 
 def output_grads(sL, bS, nOut, dLdh, width="nOut", **final_state_grads):

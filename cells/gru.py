@@ -20,8 +20,9 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
+from cells import _arrays, _backend
 from cells import _validate as check
-from cells._params import gru_family, split_gru_bias
+from cells._families import gru as family
 from cells._prepared import GruState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 from cells.convert import gru_from_block
@@ -210,9 +211,9 @@ def gruCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     ((2, 12), (2, 4))
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
-    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2)
-    h, gates, _ = backend.calls.gru_forward(dims, x[None], hI, Wx, Wh, b, lbr, True,
-                                            check_n_threads(n_threads))
+    dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2)
+    h, gates, _ = family.forward(_backend.of(x), dims, x[None], hI, Wx, Wh, b, lbr, True,
+                                 check_n_threads(n_threads))
     return GruCellResult(gates[0], h[0])
 
 
@@ -261,10 +262,10 @@ def gruCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     ((2, 3), (4, 12), (12,))
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
-    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2, dLdh=dLdh)
+    dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
-    dLdx, *grads = backend.calls.gru_backward(dims, x[None], hI, Wx, Wh, b, lbr, None, dLdh[None],
-                                              None, None, check_n_threads(n_threads))
+    dLdx, *grads = family.backward(_backend.of(x), dims, x[None], hI, Wx, Wh, b, lbr, None,
+                                   dLdh[None], None, None, check_n_threads(n_threads))
     return GruGrads(dLdx[0], *grads)
 
 
@@ -339,10 +340,10 @@ def gruTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
     lbr = check.flag("linear_before_reset", linear_before_reset)
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
+    dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
-    h, gates, hc = backend.calls.gru_forward(dims, x, hI, Wx, Wh, b, lbr, keep,
-                                             check_n_threads(n_threads), lengths, fwd)
+    h, gates, hc = family.forward(_backend.of(x), dims, x, hI, Wx, Wh, b, lbr, keep,
+                                  check_n_threads(n_threads), lengths, fwd)
     if not keep:
         return h
     ws = GruWorkspace(h, gates, hc, None if lengths is None else lengths.copy(), fwd)
@@ -412,9 +413,9 @@ def gruTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
     lbr = check.flag("linear_before_reset", linear_before_reset)
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3,
-                                        optional=("dLdh", "dLdhLast"), dLdh=dLdh,
-                                        dLdhLast=dLdhLast)
+    dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3,
+                               optional=("dLdh", "dLdhLast"), dLdh=dLdh,
+                               dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS, x)
@@ -422,9 +423,9 @@ def gruTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
     if workspace is not None:
         _check_workspace(workspace, dims, x, lbr, lengths, fwd)
         saved = workspace.h, workspace.gates, workspace.hc
-    return GruGrads(*backend.calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, saved, dLdh,
-                                                dLdhLast, None, check_n_threads(n_threads),
-                                                lengths, fwd, input_grad))
+    return GruGrads(*family.backward(_backend.of(x), dims, x, hI, Wx, Wh, b, lbr, saved, dLdh,
+                                     dLdhLast, None, check_n_threads(n_threads), lengths, fwd,
+                                     input_grad))
 
 
 def gruBlockCell(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.ndarray,
@@ -474,9 +475,9 @@ def gruBlockCell(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.ndarr
     >>> h.shape
     (2, 4)
     """
-    backend, dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc)
-    h, gates, _ = backend.calls.gru_forward(dims, x[None], hLast, Wx, Wh, b, False, True,
-                                            check_n_threads(n_threads))
+    dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc)
+    h, gates, _ = family.forward(_backend.of(x), dims, x[None], hLast, Wx, Wh, b, False, True,
+                                 check_n_threads(n_threads))
     r, u, c = np.split(gates[0], 3, axis=1)
     return GruBlockCellResult(r.copy(), u.copy(), c.copy(), h[0])
 
@@ -529,21 +530,22 @@ def gruBlockCellBp(x: np.ndarray, hLast: np.ndarray, Wru: np.ndarray, Wc: np.nda
     >>> g.dLdWru.shape, g.dLdbc.shape
     ((7, 8), (4,))
     """
-    backend, dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc, dLdr=dLdr, dLdu=dLdu,
-                                             dLdc=dLdc, dLdh=dLdh)
+    dims, Wx, Wh, b = _block_to_gru(x, hLast, Wru, Wc, bru, bc, dLdr=dLdr, dLdu=dLdu,
+                                    dLdc=dLdc, dLdh=dLdh)
     _, bS, nIn, nOut = dims
     for name, g in (("dLdr", dLdr), ("dLdu", dLdu), ("dLdc", dLdc), ("dLdh", dLdh)):
         if g is not None:
             check.shape(name, g, (bS, nOut), "[bS, nOut]")
     dLdgates = None
     if any(g is not None for g in (dLdr, dLdu, dLdc)):
-        dLdgates = backend.zeros((1, bS, 3 * nOut), x.dtype)
+        dLdgates = _arrays.array_module(x).zeros((1, bS, 3 * nOut), x.dtype)
         for k, g in enumerate((dLdr, dLdu, dLdc)):
             if g is not None:
                 dLdgates[0, :, k * nOut:(k + 1) * nOut] = g
-    dLdx, dLdhLast, dLdWx, dLdWh, dLdb = backend.calls.gru_backward(
-        dims, x[None], hLast, Wx, Wh, b, False, None,
-        None if dLdh is None else dLdh[None], None, dLdgates, check_n_threads(n_threads))
+    dLdx, dLdhLast, dLdWx, dLdWh, dLdb = family.backward(_backend.of(x), dims, x[None], hLast, Wx,
+                                                         Wh, b, False, None,
+                                                         None if dLdh is None else dLdh[None], None,
+                                                         dLdgates, check_n_threads(n_threads))
     dLdWru = np.concatenate([dLdWx[:, :2 * nOut], dLdWh[:, :2 * nOut]])
     dLdWc = np.concatenate([dLdWx[:, 2 * nOut:], dLdWh[:, 2 * nOut:]])
     return GruBlockGrads(dLdx[0], dLdhLast, dLdWru, dLdWc, dLdb[:2 * nOut].copy(),
@@ -605,9 +607,9 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, linear_before_rese
     check.ndim("Wx", Wx, 2, "[nIn, 3*nOut]")
     check.ndim("Wh", Wh, 2, "[nOut, 3*nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0])
-    _, (_, _, nIn, nOut) = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
-    bx, bhc = split_gru_bias(np, b, nOut, lbr)
-    return prepare_net("gru", GruState, options, gru_family(lbr), nIn, nOut, Wx.dtype, Wx=Wx,
+    _, _, nIn, nOut = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
+    bx, bhc = family.split_bias(np, b, nOut, lbr)
+    return prepare_net("gru", GruState, options, family.loop_row(lbr), nIn, nOut, Wx.dtype, Wx=Wx,
                        Wh=Wh, b=bx, P=bhc)
 
 
@@ -627,9 +629,9 @@ def _check_workspace(ws, dims, x, lbr, lengths, fwd):
 def _block_to_gru(x, hLast, Wru, Wc, bru, bc, **grads):
     """Validate the block cell's arguments and lay its weights out as gruCell's
     (reset-before, one bias; cells.convert.gru_from_block): Wx = [Wru | Wc] over the x rows,
-    Wh likewise over the h rows. Returns (backend, dims, Wx, Wh, b)."""
-    backend = check.real_arrays(optional=grads, x=x, hLast=hLast, Wru=Wru, Wc=Wc, bru=bru, bc=bc,
-                                **grads)
+    Wh likewise over the h rows. Returns (dims, Wx, Wh, b)."""
+    check.real_arrays(optional=grads, x=x, hLast=hLast, Wru=Wru, Wc=Wc, bru=bru, bc=bc,
+                      **grads)
     check.ndim("x", x, 2, "[bS, nIn]")
     check.ndim("hLast", hLast, 2, "[bS, nOut]")
     (bS, nIn), nOut = x.shape, hLast.shape[1]
@@ -640,4 +642,4 @@ def _block_to_gru(x, hLast, Wru, Wc, bru, bc, **grads):
     check.shape("bc", bc, (nOut,), "[nOut]")
     check.gemm_dims(**{"bS": bS, "nIn": nIn, "4*nOut": 4 * nOut})
     Wx, Wh, b = gru_from_block(Wru, Wc, bru, bc)
-    return backend, (1, bS, nIn, nOut), Wx, Wh, b
+    return (1, bS, nIn, nOut), Wx, Wh, b

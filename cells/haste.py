@@ -84,9 +84,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from cells import convert, layer_norm_gru, layer_norm_lstm
-from cells._cpu import calls
-from cells._families import FAMILIES
+from cells import _cpu, convert
+from cells._families import FAMILIES, _haste, gru, layer_norm_gru, layer_norm_lstm, lstm
 from cells._threads import on_openmp_pool
 from cells.torch import _recompute as recompute
 from cells.torch._operators import (
@@ -314,15 +313,15 @@ class _LstmOperator(_Operator):
 
     def _forward(self, a, dims, zone, keep, c_steps, n_threads):
         _, Wx, Wr, b = self._weights(a, dims[3])
-        h, _, cL, c, gates, _ = calls.lstm_forward(
-            dims, a["x"], Wx, Wr, b, a["hI"], a["cI"], None, None, 0, None, True, keep,
-            n_threads, zoneout=zone, c_steps=c_steps)
+        h, _, cL, c, gates, _ = lstm.forward(_cpu, dims, a["x"], Wx, Wr, b, a["hI"], a["cI"], None,
+                                             None, 0, None, True, keep, n_threads, zoneout=zone,
+                                             c_steps=c_steps)
         return h, cL, c, gates
 
     def _backward(self, a, dims, zone, saved, grads, input_grad, n_threads):
         index, Wx, Wr, b = self._weights(a, dims[3])
-        dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI, _, _ = calls.lstm_backward(
-            dims, a["x"], Wx, Wr, b, a["hI"], a["cI"], None, None, 0, None, True,
+        dLdx, dLdWx, dLdWr, dLdb, dLdhI, dLdcI, _, _ = lstm.backward(
+            _cpu, dims, a["x"], Wx, Wr, b, a["hI"], a["cI"], None, None, 0, None, True,
             None if saved is None else (*saved, None), grads["dLdh"], None, grads["dLdcL"],
             n_threads, input_grad=input_grad, zoneout=zone, dLdc=grads["dLdc"])
         return dLdx, dLdhI, dLdcI, dLdWx[:, index], dLdWr[:, index], dLdb[index]
@@ -351,14 +350,14 @@ class _GruOperator(_Operator):
 
     def _forward(self, a, dims, zone, keep, c_steps, n_threads):
         _, Wx, Wh, b = self._weights(a, dims[3])
-        return calls.gru_forward(dims, a["x"], a["hI"], Wx, Wh, b, True, keep, n_threads,
-                                 zoneout=zone)
+        return gru.forward(_cpu, dims, a["x"], a["hI"], Wx, Wh, b, True, keep, n_threads,
+                           zoneout=zone)
 
     def _backward(self, a, dims, zone, saved, grads, input_grad, n_threads):
         index, Wx, Wh, b = self._weights(a, dims[3])
-        dLdx, dLdhI, dLdWx, dLdWh, dLdb = calls.gru_backward(
-            dims, a["x"], a["hI"], Wx, Wh, b, True, saved, grads["dLdh"], None, None, n_threads,
-            input_grad=input_grad, zoneout=zone)
+        dLdx, dLdhI, dLdWx, dLdWh, dLdb = gru.backward(_cpu, dims, a["x"], a["hI"], Wx, Wh, b, True,
+                                                       saved, grads["dLdh"], None, None, n_threads,
+                                                       input_grad=input_grad, zoneout=zone)
         return (dLdx, dLdhI, dLdWx[:, index], dLdWh[:, index], dLdb[0, index],
                 dLdb[1, index])
 
@@ -386,16 +385,17 @@ class _LayerNormLstmOperator(_Operator):
         return layer_norm_lstm.loop_params(a["bias"], a["gamma"], a["gamma_h"], a["beta_h"])
 
     def _forward(self, a, dims, zone, keep, c_steps, n_threads):
-        h, _, cL, c, gates, aux = calls.haste_forward(
-            self.name, dims, a["x"], a["kernel"], a["recurrent_kernel"], None, self._P(a),
-            a["hI"], a["cI"], keep, n_threads, zoneout=zone, c_steps=c_steps)
+        h, _, cL, c, gates, aux = _haste.forward(_cpu, self.name, dims, a["x"], a["kernel"],
+                                                 a["recurrent_kernel"], None, self._P(a), a["hI"],
+                                                 a["cI"], keep, n_threads, zoneout=zone,
+                                                 c_steps=c_steps)
         return h, cL, c, gates, aux
 
     def _backward(self, a, dims, zone, saved, grads, input_grad, n_threads):
-        dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, dLdcI = calls.haste_backward(
-            self.name, dims, a["x"], a["kernel"], a["recurrent_kernel"], None, self._P(a),
-            a["hI"], a["cI"], saved, grads["dLdh"], grads["dLdc"], None, grads["dLdcL"],
-            n_threads, zoneout=zone, input_grad=input_grad)
+        dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, dLdcI = _haste.backward(
+            _cpu, self.name, dims, a["x"], a["kernel"], a["recurrent_kernel"], None, self._P(a),
+            a["hI"], a["cI"], saved, grads["dLdh"], grads["dLdc"], None, grads["dLdcL"], n_threads,
+            zoneout=zone, input_grad=input_grad)
         return (dLdx, dLdhI, dLdcI, dLdWx, dLdWh,
                 *layer_norm_lstm.param_grads(dLdP, dims[3]))
 
@@ -421,17 +421,17 @@ class _LayerNormGruOperator(_Operator):
         return layer_norm_gru.loop_params(a["bias"], a["recurrent_bias"], a["gamma"])
 
     def _forward(self, a, dims, zone, keep, c_steps, n_threads):
-        h, _, _, _, gates, aux = calls.haste_forward(
-            self.name, dims, a["x"], a["kernel"], a["recurrent_kernel"], None, self._P(a),
-            a["hI"], None, keep, n_threads, zoneout=zone)
+        h, _, _, _, gates, aux = _haste.forward(_cpu, self.name, dims, a["x"], a["kernel"],
+                                                a["recurrent_kernel"], None, self._P(a), a["hI"],
+                                                None, keep, n_threads, zoneout=zone)
         return h, gates, aux
 
     def _backward(self, a, dims, zone, saved, grads, input_grad, n_threads):
         if saved is not None:
             h, gates, aux = saved
             saved = h, None, gates, aux
-        dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, _ = calls.haste_backward(
-            self.name, dims, a["x"], a["kernel"], a["recurrent_kernel"], None, self._P(a),
+        dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, _ = _haste.backward(
+            _cpu, self.name, dims, a["x"], a["kernel"], a["recurrent_kernel"], None, self._P(a),
             a["hI"], None, saved, grads["dLdh"], None, None, None, n_threads, zoneout=zone,
             input_grad=input_grad)
         return dLdx, dLdhI, dLdWx, dLdWh, *layer_norm_gru.param_grads(dLdP, dims[3])
@@ -453,17 +453,17 @@ class _IndRnnOperator(_Operator):
     workspace = {"gates": 1}
 
     def _forward(self, a, dims, zone, keep, c_steps, n_threads):
-        h, _, _, _, gates, _ = calls.haste_forward(
-            self.name, dims, a["x"], a["kernel"], None, a["bias"], a["recurrent_scale"],
-            a["hI"], None, keep, n_threads, zoneout=zone)
+        h, _, _, _, gates, _ = _haste.forward(_cpu, self.name, dims, a["x"], a["kernel"], None,
+                                              a["bias"], a["recurrent_scale"], a["hI"], None, keep,
+                                              n_threads, zoneout=zone)
         return h, gates
 
     def _backward(self, a, dims, zone, saved, grads, input_grad, n_threads):
         if saved is not None:
             h, gates = saved
             saved = h, None, gates, None
-        dLdx, dLdWx, _, dLdb, dLdu, dLdhI, _ = calls.haste_backward(
-            self.name, dims, a["x"], a["kernel"], None, a["bias"], a["recurrent_scale"],
+        dLdx, dLdWx, _, dLdb, dLdu, dLdhI, _ = _haste.backward(
+            _cpu, self.name, dims, a["x"], a["kernel"], None, a["bias"], a["recurrent_scale"],
             a["hI"], None, saved, grads["dLdh"], None, None, None, n_threads, zoneout=zone,
             input_grad=input_grad)
         return dLdx, dLdhI, dLdWx, dLdu, dLdb

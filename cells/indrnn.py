@@ -19,7 +19,9 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
+from cells import _backend
 from cells import _validate as check
+from cells._families import _haste
 from cells._prepared import PreparedNet, RnnState, prepare_net, weights_option
 from cells._threads import check_n_threads
 
@@ -118,13 +120,13 @@ def indRnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, u: np.ndarray,
     """
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    backend, dims = _checked(x, hI, Wx, u, b)
+    dims = _checked(x, hI, Wx, u, b)
     sL, bS, _, nOut = dims
     lengths = check.seq_len(seq_len, sL, bS, x)
     zone = check.zoneout(zoneout, sL, bS, nOut, x)
-    h, _, _, _, gates, _ = backend.calls.haste_forward(
-        "indrnn", dims, x, Wx, None, b, u, hI, None, keep, check_n_threads(n_threads),
-        lengths, fwd, zone)
+    h, _, _, _, gates, _ = _haste.forward(_backend.of(x), "indrnn", dims, x, Wx, None, b, u, hI,
+                                          None, keep, check_n_threads(n_threads), lengths, fwd,
+                                          zone)
     if not keep:
         return h
     workspace = IndRnnWorkspace(h, gates, None if lengths is None else lengths.copy(), fwd,
@@ -179,8 +181,8 @@ def indRnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, u: np.ndarra
     """
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    backend, dims = _checked(x, hI, Wx, u, b, optional=("dLdh", "dLdhLast"), dLdh=dLdh,
-                             dLdhLast=dLdhLast)
+    dims = _checked(x, hI, Wx, u, b, optional=("dLdh", "dLdhLast"), dLdh=dLdh,
+                    dLdhLast=dLdhLast)
     sL, bS, _, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS, x)
@@ -191,9 +193,11 @@ def indRnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, u: np.ndarra
                         {"h": (sL, bS, nOut), "gates": (sL, bS, nOut)}, ("gates",),
                         seq_len=lengths, forward=fwd, zoneout=zone)
         saved = workspace.h, None, workspace.gates, None
-    dLdx, dLdWx, _, dLdb, dLdu, dLdhI, _ = backend.calls.haste_backward(
-        "indrnn", dims, x, Wx, None, b, u, hI, None, saved, dLdh, None, dLdhLast, None,
-        check_n_threads(n_threads), lengths, fwd, zone, input_grad)
+    dLdx, dLdWx, _, dLdb, dLdu, dLdhI, _ = _haste.backward(_backend.of(x), "indrnn", dims, x, Wx,
+                                                           None, b, u, hI, None, saved, dLdh, None,
+                                                           dLdhLast, None,
+                                                           check_n_threads(n_threads), lengths, fwd,
+                                                           zone, input_grad)
     return IndRnnGrads(dLdx, dLdhI, dLdWx, dLdu, dLdb)
 
 
@@ -239,14 +243,14 @@ def prepare(Wx: np.ndarray, u: np.ndarray, b: np.ndarray, *, zoneout: Optional[f
     check.ndim("Wx", Wx, 2, "[nIn, nOut]")
     check.ndim("u", u, 1, "[nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], u.shape[0])
-    _, (_, _, nIn, nOut) = _checked(x, hI, Wx, u, b)
+    _, _, nIn, nOut = _checked(x, hI, Wx, u, b)
     return prepare_net("indrnn", RnnState, options, "indrnn", nIn, nOut, Wx.dtype, Wx=Wx,
                        b=np.ascontiguousarray(b), P=u, zoneout=zoneout)
 
 
 def _checked(x, hI, Wx, u, b, optional=(), **grads):
-    """Check the arguments; return (backend, (sL, bS, nIn, nOut))."""
-    backend = check.real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, u=u, b=b, **grads)
+    """Check the arguments; return (sL, bS, nIn, nOut)."""
+    check.real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, u=u, b=b, **grads)
     check.ndim("x", x, 3, "[sL, bS, nIn]")
     check.ndim("hI", hI, 2, "[bS, nOut]")
     sL, bS, nIn = x.shape
@@ -256,4 +260,4 @@ def _checked(x, hI, Wx, u, b, optional=(), **grads):
     check.shape("u", u, (nOut,), "[nOut]")
     check.shape("b", b, (nOut,), "[nOut]")
     check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "nOut": nOut})
-    return backend, (sL, bS, nIn, nOut)
+    return (sL, bS, nIn, nOut)

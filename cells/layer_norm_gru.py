@@ -27,12 +27,12 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
-from cells import _arrays
+from cells import _backend
 from cells import _validate as check
+from cells._families import _haste
+from cells._families.layer_norm_gru import GATES, loop_params, param_grads
 from cells._prepared import GruState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
-
-GATES = 3
 
 
 class LayerNormGruWorkspace(NamedTuple):
@@ -142,13 +142,13 @@ def layerNormGruTimeLoop(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.nd
     """
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    backend, dims, P = _checked(x, Wx, Wh, b, bh, gamma, hI)
+    dims, P = _checked(x, Wx, Wh, b, bh, gamma, hI)
     sL, bS, _, nOut = dims
     lengths = check.seq_len(seq_len, sL, bS, x)
     zone = check.zoneout(zoneout, sL, bS, nOut, x)
-    h, _, _, _, gates, aux = backend.calls.haste_forward(
-        "layer_norm_gru", dims, x, Wx, Wh, None, P, hI, None, keep,
-        check_n_threads(n_threads), lengths, fwd, zone)
+    h, _, _, _, gates, aux = _haste.forward(_backend.of(x), "layer_norm_gru", dims, x, Wx, Wh, None,
+                                            P, hI, None, keep, check_n_threads(n_threads), lengths,
+                                            fwd, zone)
     if not keep:
         return h
     workspace = LayerNormGruWorkspace(h, gates, aux, None if lengths is None else lengths.copy(),
@@ -206,8 +206,8 @@ def layerNormGruTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.
     """
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    backend, dims, P = _checked(x, Wx, Wh, b, bh, gamma, hI, optional=("dLdh", "dLdhLast"),
-                                dLdh=dLdh, dLdhLast=dLdhLast)
+    dims, P = _checked(x, Wx, Wh, b, bh, gamma, hI, optional=("dLdh", "dLdhLast"),
+                       dLdh=dLdh, dLdhLast=dLdhLast)
     sL, bS, _, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS, x)
@@ -220,9 +220,11 @@ def layerNormGruTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.
                                      "aux": steps + (2 * GATES * nOut,)},
                         ("gates", "aux"), seq_len=lengths, forward=fwd, zoneout=zone)
         saved = workspace.h, None, workspace.gates, workspace.aux
-    dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, _ = backend.calls.haste_backward(
-        "layer_norm_gru", dims, x, Wx, Wh, None, P, hI, None, saved, dLdh, None, dLdhLast,
-        None, check_n_threads(n_threads), lengths, fwd, zone, input_grad)
+    dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, _ = _haste.backward(_backend.of(x), "layer_norm_gru", dims,
+                                                            x, Wx, Wh, None, P, hI, None, saved,
+                                                            dLdh, None, dLdhLast, None,
+                                                            check_n_threads(n_threads), lengths,
+                                                            fwd, zone, input_grad)
     return LayerNormGruGrads(dLdx, dLdWx, dLdWh, *param_grads(dLdP, nOut), dLdhI)
 
 
@@ -270,15 +272,15 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, bh: np.ndarray, gamma
     check.ndim("Wh", Wh, 2, "[nOut, 3*nOut]")
     check.ndim("Wx", Wx, 2, "[nIn, 3*nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0])
-    _, (_, _, nIn, nOut), P = _checked(x, Wx, Wh, b, bh, gamma, hI)
+    (_, _, nIn, nOut), P = _checked(x, Wx, Wh, b, bh, gamma, hI)
     return prepare_net("layer_norm_gru", GruState, options, "layer_norm_gru", nIn, nOut,
                        Wx.dtype, Wx=Wx, Wh=Wh, P=P, zoneout=zoneout)
 
 
 def _checked(x, Wx, Wh, b, bh, gamma, hI, optional=(), **grads):
-    """Check the arguments; return (backend, dims, P), P the time loop's (loop_params)."""
-    backend = check.real_arrays(optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, bh=bh, gamma=gamma,
-                                hI=hI, **grads)
+    """Check the arguments; return (dims, P), P the time loop's (loop_params)."""
+    check.real_arrays(optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, bh=bh, gamma=gamma,
+                      hI=hI, **grads)
     check.ndim("x", x, 3, "[sL, bS, nIn]")
     check.ndim("hI", hI, 2, "[bS, nOut]")
     sL, bS, nIn = x.shape
@@ -291,18 +293,4 @@ def _checked(x, Wx, Wh, b, bh, gamma, hI, optional=(), **grads):
     check.shape("bh", bh, (G,), "[3*nOut]")
     check.shape("gamma", gamma, (2, G), "[2, 3*nOut]")
     check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "3*nOut": G})
-    return backend, (sL, bS, nIn, nOut), loop_params(b, bh, gamma)
-
-
-def loop_params(b, bh, gamma):
-    """The time loop's P [12nOut] of the parameters (include/cells/layer_norm_impl.h): b, bh,
-    gamma's rows."""
-    return _arrays.array_module(b).concatenate([b, bh, gamma.ravel()])
-
-
-def param_grads(dLdP, nOut):
-    """(dLdb, dLdbh, dLdgamma), new arrays, from the time loop's dL/dP."""
-    G = GATES * nOut
-    dLdb, dLdbh, dLdgamma = (a.copy() for a in
-                             _arrays.array_module(dLdP).split(dLdP, [G, 2 * G]))
-    return dLdb, dLdbh, dLdgamma.reshape(2, G)
+    return (sL, bS, nIn, nOut), loop_params(b, bh, gamma)

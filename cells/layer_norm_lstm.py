@@ -26,12 +26,12 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
-from cells import _arrays
+from cells import _backend
 from cells import _validate as check
+from cells._families import _haste
+from cells._families.layer_norm_lstm import GATES, loop_params, param_grads
 from cells._prepared import LstmState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
-
-GATES = 4
 
 
 class LayerNormLstmWorkspace(NamedTuple):
@@ -167,13 +167,13 @@ def layerNormLstmTimeLoop(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np.n
     """
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    backend, dims, P = _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI)
+    dims, P = _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI)
     sL, bS, _, nOut = dims
     lengths = check.seq_len(seq_len, sL, bS, x)
     zone = check.zoneout(zoneout, sL, bS, nOut, x)
-    h, hL, cL, c, gates, aux = backend.calls.haste_forward(
-        "layer_norm_lstm", dims, x, Wx, Wh, None, P, hI, cI, keep,
-        check_n_threads(n_threads), lengths, fwd, zone)
+    h, hL, cL, c, gates, aux = _haste.forward(_backend.of(x), "layer_norm_lstm", dims, x, Wx, Wh,
+                                              None, P, hI, cI, keep, check_n_threads(n_threads),
+                                              lengths, fwd, zone)
     if not keep:
         return LayerNormLstmResult(h, hL, cL)
     workspace = LayerNormLstmWorkspace(h, c, gates, aux,
@@ -239,9 +239,9 @@ def layerNormLstmTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     """
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    backend, dims, P = _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI,
-                                optional=("dLdh", "dLdc", "dLdhL", "dLdcL"), dLdh=dLdh,
-                                dLdc=dLdc, dLdhL=dLdhL, dLdcL=dLdcL)
+    dims, P = _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI,
+                       optional=("dLdh", "dLdc", "dLdhL", "dLdcL"), dLdh=dLdh,
+                       dLdc=dLdc, dLdhL=dLdhL, dLdcL=dLdcL)
     sL, bS, _, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
     if dLdc is not None:
@@ -257,9 +257,9 @@ def layerNormLstmTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
                                      "aux": steps + (2 * GATES * nOut,)},
                         ("gates", "aux"), seq_len=lengths, forward=fwd, zoneout=zone)
         saved = workspace.h, workspace.c, workspace.gates, workspace.aux
-    dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, dLdcI = backend.calls.haste_backward(
-        "layer_norm_lstm", dims, x, Wx, Wh, None, P, hI, cI, saved, dLdh, dLdc, dLdhL, dLdcL,
-        check_n_threads(n_threads), lengths, fwd, zone, input_grad)
+    dLdx, dLdWx, dLdWh, _, dLdP, dLdhI, dLdcI = _haste.backward(
+        _backend.of(x), "layer_norm_lstm", dims, x, Wx, Wh, None, P, hI, cI, saved, dLdh, dLdc,
+        dLdhL, dLdcL, check_n_threads(n_threads), lengths, fwd, zone, input_grad)
     return LayerNormLstmGrads(dLdx, dLdWx, dLdWh, *param_grads(dLdP, nOut), dLdhI, dLdcI)
 
 
@@ -308,15 +308,15 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, gamma: np.ndarray,
     check.ndim("Wh", Wh, 2, "[nOut, 4*nOut]")
     check.ndim("Wx", Wx, 2, "[nIn, 4*nOut]")
     x, hI, cI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0], Wh.shape[0])
-    _, (_, _, nIn, nOut), P = _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI)
+    (_, _, nIn, nOut), P = _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI)
     return prepare_net("layer_norm_lstm", LstmState, options, "layer_norm_lstm", nIn, nOut,
                        Wx.dtype, Wx=Wx, Wh=Wh, P=P, zoneout=zoneout)
 
 
 def _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI, optional=(), **grads):
-    """Check the arguments; return (backend, dims, P), P the time loop's (loop_params)."""
-    backend = check.real_arrays(optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, gamma=gamma,
-                                gamma_h=gamma_h, beta_h=beta_h, hI=hI, cI=cI, **grads)
+    """Check the arguments; return (dims, P), P the time loop's (loop_params)."""
+    check.real_arrays(optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, gamma=gamma,
+                      gamma_h=gamma_h, beta_h=beta_h, hI=hI, cI=cI, **grads)
     check.ndim("x", x, 3, "[sL, bS, nIn]")
     check.ndim("hI", hI, 2, "[bS, nOut]")
     sL, bS, nIn = x.shape
@@ -331,19 +331,4 @@ def _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI, optional=(), **grads)
     check.shape("gamma_h", gamma_h, (nOut,), "[nOut]")
     check.shape("beta_h", beta_h, (nOut,), "[nOut]")
     check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "4*nOut": G})
-    return backend, (sL, bS, nIn, nOut), loop_params(b, gamma, gamma_h, beta_h)
-
-
-def loop_params(b, gamma, gamma_h, beta_h):
-    """The time loop's P [14nOut] of the parameters (include/cells/layer_norm_impl.h): b,
-    gamma's rows, gamma_h, beta_h."""
-    return _arrays.array_module(b).concatenate([b, gamma.ravel(), gamma_h, beta_h])
-
-
-def param_grads(dLdP, nOut):
-    """(dLdb, dLdgamma, dLdgamma_h, dLdbeta_h), new arrays, from the time loop's dL/dP."""
-    G = GATES * nOut
-    dLdb, dLdgamma, dLdgamma_h, dLdbeta_h = (a.copy() for a in
-                                             _arrays.array_module(dLdP).split(
-                                                 dLdP, [G, 3 * G, 3 * G + nOut]))
-    return dLdb, dLdgamma.reshape(2, G), dLdgamma_h, dLdbeta_h
+    return (sL, bS, nIn, nOut), loop_params(b, gamma, gamma_h, beta_h)

@@ -20,7 +20,9 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
+from cells import _arrays, _backend
 from cells import _validate as check
+from cells._families import lltm as family
 from cells._prepared import LltmState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 
@@ -199,12 +201,12 @@ def lltm_forward(input: np.ndarray, weights: np.ndarray, bias: np.ndarray, old_h
     >>> out.new_h.shape, out.X.shape
     ((2, 4), (2, 7))
     """
-    backend, dims = _check_lltm(_CELL_NAMES, 2, input, weights, bias, old_h, old_cell)
+    dims = _check_lltm(_CELL_NAMES, 2, input, weights, bias, old_h, old_cell)
     _, B, _, S = dims
-    gate_weights = backend.empty((B, 3 * S), input.dtype)
-    _, new_h, new_cell, gates, _ = backend.calls.lltm_forward(
-        dims, input[None], weights, bias, old_h, old_cell, None, True, True,
-        check_n_threads(n_threads), z=gate_weights)
+    gate_weights = _arrays.array_module(input).empty((B, 3 * S), input.dtype)
+    _, new_h, new_cell, gates, _ = family.forward(_backend.of(input), dims, input[None], weights,
+                                                  bias, old_h, old_cell, None, True, True,
+                                                  check_n_threads(n_threads), z=gate_weights)
     i, o, n = (gates[0, :, k * S:(k + 1) * S].copy() for k in range(3))
     X = np.concatenate([old_h, input], axis=1)
     return LltmCellResult(new_h, new_cell, i, o, n, X, gate_weights)
@@ -259,10 +261,10 @@ def lltm_backward(grad_h: np.ndarray, grad_cell: np.ndarray, new_cell: np.ndarra
     >>> g.d_weights.shape
     (12, 7)
     """
-    backend = check.real_arrays(grad_h=grad_h, grad_cell=grad_cell, new_cell=new_cell,
-                                input_gate=input_gate, output_gate=output_gate,
-                                candidate_cell=candidate_cell, X=X, gate_weights=gate_weights,
-                                weights=weights)
+    check.real_arrays(grad_h=grad_h, grad_cell=grad_cell, new_cell=new_cell,
+                      input_gate=input_gate, output_gate=output_gate,
+                      candidate_cell=candidate_cell, X=X, gate_weights=gate_weights,
+                      weights=weights)
     check.ndim("grad_h", grad_h, 2, "[B, S]")
     check.ndim("X", X, 2, "[B, S+nIn]")
     B, S = grad_h.shape
@@ -282,9 +284,9 @@ def lltm_backward(grad_h: np.ndarray, grad_cell: np.ndarray, new_cell: np.ndarra
     gates = np.concatenate([input_gate, output_gate, candidate_cell], axis=1)[None]
     # h (the outputs of earlier steps) is never read with one step: hI stands in for it.
     saved = hI, gates, new_cell[None]
-    dLdx, dLdW, dLdb, dLdhI, dLdcI = backend.calls.lltm_backward(
-        dims, X[None, :, S:], weights, hI, None, True, saved, None, grad_h, grad_cell,
-        check_n_threads(n_threads))
+    dLdx, dLdW, dLdb, dLdhI, dLdcI = family.backward(_backend.of(X), dims, X[None, :, S:], weights,
+                                                     hI, None, True, saved, None, grad_h, grad_cell,
+                                                     check_n_threads(n_threads))
     return LltmCellGrads(dLdhI, dLdx[0], dLdW, dLdb, dLdcI)
 
 
@@ -351,10 +353,10 @@ def lltmTimeLoop(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, cI
     """
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
-    backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI)
+    dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI)
     lens = check.seq_len(seq_len, dims[0], dims[1], x)
-    h, hL, cL, gates, c = backend.calls.lltm_forward(dims, x, W, b, hI, cI, lens, fwd, keep,
-                                                     check_n_threads(n_threads))
+    h, hL, cL, gates, c = family.forward(_backend.of(x), dims, x, W, b, hI, cI, lens, fwd, keep,
+                                         check_n_threads(n_threads))
     if not keep:
         return LltmTimeLoopResult(h, hL, cL)
     ws = LltmWorkspace(h, gates, c, None if lens is None else lens.copy(), fwd)
@@ -418,8 +420,8 @@ def lltmTimeLoopBp(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, 
     """
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    backend, dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI, dLdh=dLdh, dLdhL=dLdhL,
-                                dLdcL=dLdcL)
+    dims = _check_lltm(_SEQ_NAMES, 3, x, W, b, hI, cI, dLdh=dLdh, dLdhL=dLdhL,
+                       dLdcL=dLdcL)
     sL, bS, nIn, S = dims
     check.output_grads(sL, bS, S, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
     lens = check.seq_len(seq_len, sL, bS, x)
@@ -427,9 +429,9 @@ def lltmTimeLoopBp(x: np.ndarray, W: np.ndarray, b: np.ndarray, hI: np.ndarray, 
     if workspace is not None:
         _check_workspace(workspace, dims, x, lens, fwd)
         saved = workspace.h, workspace.gates, workspace.c
-    return LltmGrads(*backend.calls.lltm_backward(dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL,
-                                                  dLdcL, check_n_threads(n_threads), b=b,
-                                                  lens=lens, input_grad=input_grad))
+    return LltmGrads(*family.backward(_backend.of(x), dims, x, W, hI, cI, fwd, saved, dLdh, dLdhL,
+                                      dLdcL, check_n_threads(n_threads), b=b, lens=lens,
+                                      input_grad=input_grad))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,10 +503,10 @@ def prepare(W: np.ndarray, b: np.ndarray, *, n_threads: Optional[int] = None,
 def _check_lltm(names, x_ndim, x, W, b, hI, cI, **grads):
     """Check every array, the gradients `grads` among them (each may be None), against
     x [sL, bS, nIn] (a cell's [B, nIn] when x_ndim = 2) and hI [bS, S]; return
-    (backend, (sL, bS, nIn, S)) with sL = 1 for a cell. `names` gives each argument's public
+    (sL, bS, nIn, S) with sL = 1 for a cell. `names` gives each argument's public
     name and shape."""
     (nx, mx), (nW, mW), (nb, mb), (nh, mh), (nc, mc) = names
-    backend = check.real_arrays(optional=grads, **{nx: x, nW: W, nb: b, nh: hI, nc: cI}, **grads)
+    check.real_arrays(optional=grads, **{nx: x, nW: W, nb: b, nh: hI, nc: cI}, **grads)
     check.ndim(nx, x, x_ndim, mx)
     check.ndim(nh, hI, 2, mh)
     sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
@@ -514,7 +516,7 @@ def _check_lltm(names, x_ndim, x, W, b, hI, cI, **grads):
     check.shape(nW, W, (3 * S, S + nIn), mW)
     check.shape(nb, b, (3 * S,), mb)
     check.gemm_dims(**{"sL*bS": sL * bS, "S+nIn": S + nIn, "3S": 3 * S})
-    return backend, (sL, bS, nIn, S)
+    return sL, bS, nIn, S
 
 
 def _check_workspace(ws, dims, x, lens, fwd):

@@ -47,13 +47,14 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
+from cells import _backend
 from cells import _validate as check
-from cells._params import kernel_clip
+from cells._families import lstm as family
+from cells._families._declaration import kernel_clip
 from cells._prepared import (
     LstmState, PreparedNet, lstm_options, prepare_net, weights_option,
 )
 from cells._threads import check_n_threads
-from cells._time_loop import LSTM_ACTIVATIONS
 
 # libnd4j's activation codes, in order (include/cells/activations.h).
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "affine", "leaky_relu", "thresholded_relu",
@@ -107,7 +108,7 @@ class LstmWorkspace(NamedTuple):
     cell_clip: float
     peepholes: bool
     projected: bool
-    activations: tuple = LSTM_ACTIVATIONS
+    activations: tuple = family.ACTIVATIONS
 
 
 class LstmCellResult(NamedTuple):
@@ -272,10 +273,9 @@ def lstmLayerCell(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.
     clip = check.cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
-    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2)
-    _, hL, cL, _, _, _ = backend.calls.lstm_forward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None,
-                                                    clip, None, True, False,
-                                                    check_n_threads(n_threads), acts)
+    dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2)
+    _, hL, cL, _, _, _ = family.forward(_backend.of(x), dims, x[None], Wx, Wr, b, hI, cI, Wp, None,
+                                        clip, None, True, False, check_n_threads(n_threads), acts)
     return LstmCellResult(hL, cL)
 
 
@@ -334,14 +334,14 @@ def lstmLayerCellBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional[n
     clip = check.cell_clip(cell_clip)
     acts = _activations(gate_act, gate_alpha, gate_beta, cell_act, cell_alpha, cell_beta,
                         out_act, out_alpha, out_beta)
-    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2, dLdh=dLdh, dLdc=dLdc)
+    dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, None, x_ndim=2, dLdh=dLdh, dLdc=dLdc)
     _, bS, _, nOut = dims
     for name, g in (("dLdh", dLdh), ("dLdc", dLdc)):
         if g is not None:
             check.shape(name, g, (bS, nOut), "[bS, nOut]")
-    dLdx, *grads, _ = backend.calls.lstm_backward(dims, x[None], Wx, Wr, b, hI, cI, Wp, None, clip,
-                                                  None, True, None, None, dLdh, dLdc,
-                                                  check_n_threads(n_threads), acts)
+    dLdx, *grads, _ = family.backward(_backend.of(x), dims, x[None], Wx, Wr, b, hI, cI, Wp, None,
+                                      clip, None, True, None, None, dLdh, dLdc,
+                                      check_n_threads(n_threads), acts)
     return LstmGrads(dLdx[0], *grads)
 
 
@@ -422,11 +422,11 @@ def lstmLayerTimeLoop(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Optional
                         out_act, out_alpha, out_beta)
     fwd = check.flag("forward", forward)
     keep = check.flag("return_workspace", return_workspace)
-    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3)
+    dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
-    h, hL, cL, c, gates, m = backend.calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
-                                                        lengths, fwd, keep,
-                                                        check_n_threads(n_threads), acts)
+    h, hL, cL, c, gates, m = family.forward(_backend.of(x), dims, x, Wx, Wr, b, hI, cI, Wp, Wproj,
+                                            clip, lengths, fwd, keep, check_n_threads(n_threads),
+                                            acts)
     if not keep:
         return LstmTimeLoopResult(h, hL, cL)
     ws = LstmWorkspace(h, c, gates, m, None if lengths is None else lengths.copy(), fwd, clip,
@@ -507,8 +507,8 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
                         out_act, out_alpha, out_beta)
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    backend, dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3, dLdh=dLdh,
-                                dLdhL=dLdhL, dLdcL=dLdcL)
+    dims = _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim=3, dLdh=dLdh,
+                       dLdhL=dLdhL, dLdcL=dLdcL)
     sL, bS, _, nOut = dims
     if Wproj is None:
         check.output_grads(sL, bS, nOut, dLdh, dLdhL=dLdhL, dLdcL=dLdcL)
@@ -520,10 +520,9 @@ def lstmLayerTimeLoopBp(x: np.ndarray, Wx: np.ndarray, Wr: np.ndarray, b: Option
     if workspace is not None:
         _check_workspace(workspace, dims, x, lengths, fwd, clip, Wp, Wproj, acts)
         saved = workspace.h, workspace.c, workspace.gates, workspace.m
-    *grads, dLdWproj = backend.calls.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
-                                                   lengths, fwd, saved, dLdh, dLdhL, dLdcL,
-                                                   check_n_threads(n_threads), acts,
-                                                   input_grad)
+    *grads, dLdWproj = family.backward(_backend.of(x), dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip,
+                                       lengths, fwd, saved, dLdh, dLdhL, dLdcL,
+                                       check_n_threads(n_threads), acts, input_grad)
     if Wproj is None:
         return LstmGrads(*grads)
     return LstmGradsWithProjection(*grads, dLdWproj)
@@ -596,7 +595,7 @@ def prepare(Wx: np.ndarray, Wr: np.ndarray, b: Optional[np.ndarray], *,
                                          if a is not None})
     check.ndim("Wx", Wx, 2, "[nIn, 4*nOut]")
     x, = check.no_inputs(Wx.dtype, Wx.shape[0])
-    _, (_, _, nIn, nOut) = _check_lstm(x, Wx, Wr, b, None, None, Wp, Wproj, x_ndim=3)
+    _, _, nIn, nOut = _check_lstm(x, Wx, Wr, b, None, None, Wp, Wproj, x_ndim=3)
     return prepare_net("lstm", LstmState, options, "lstm", nIn, nOut, Wx.dtype, Wx=Wx, Wh=Wr,
                        b=b, P=Wp, Wproj=Wproj, clip=kernel_clip(clip), lstm_acts=acts)
 
@@ -634,10 +633,10 @@ def activation(code_name, code, alpha_name, alpha, beta_name, beta):
 
 def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim, **grads):
     """Check every array against x [sL, bS, nIn] (or [bS, nIn]) and Wr [nOut, 4nOut] (or, with
-    Wproj [nOut, nProj], Wr [nProj, 4nOut]); return (backend, (sL, bS, nIn, nOut)), with
+    Wproj [nOut, nProj], Wr [nProj, 4nOut]); return (sL, bS, nIn, nOut), with
     sL = 1 for a cell."""
-    backend = check.real_arrays(optional=("b", "hI", "cI", "Wp", "Wproj", *grads), x=x, Wx=Wx,
-                                Wr=Wr, b=b, hI=hI, cI=cI, Wp=Wp, Wproj=Wproj, **grads)
+    check.real_arrays(optional=("b", "hI", "cI", "Wp", "Wproj", *grads), x=x, Wx=Wx,
+                      Wr=Wr, b=b, hI=hI, cI=cI, Wp=Wp, Wproj=Wproj, **grads)
     check.ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
     sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
     if Wproj is None:
@@ -661,7 +660,7 @@ def _check_lstm(x, Wx, Wr, b, hI, cI, Wp, Wproj, x_ndim, **grads):
     if Wp is not None:
         check.shape("Wp", Wp, (3 * nOut,), f"[3*nOut] (nOut from {source})")
     check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "4*nOut": 4 * nOut})
-    return backend, (sL, bS, nIn, nOut)
+    return sL, bS, nIn, nOut
 
 
 def _check_workspace(ws, dims, x, lengths, fwd, clip, Wp, Wproj, acts):

@@ -17,8 +17,9 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
+from cells import _backend
 from cells import _validate as check
-from cells._params import RNN_ACTIVATIONS, rnn_bias
+from cells._families import rnn as family
 from cells._prepared import PreparedNet, RnnState, prepare_net, weights_option
 from cells._threads import check_n_threads
 
@@ -139,9 +140,9 @@ def rnnCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     (2, 4)
     """
     act = _activation(activation)
-    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2)
-    h, _, _ = backend.calls.rnn_forward(dims, x[None], hI, Wx, Wh, b, act, False,
-                                        check_n_threads(n_threads))
+    dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2)
+    h, _, _ = family.forward(_backend.of(x), dims, x[None], hI, Wx, Wh, b, act, False,
+                             check_n_threads(n_threads))
     return h[0]
 
 
@@ -190,10 +191,10 @@ def rnnCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     (3, 4)
     """
     act = _activation(activation)
-    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2, dLdh=dLdh)
+    dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
-    dLdx, *grads = backend.calls.rnn_backward(dims, x[None], hI, Wx, Wh, b, act, None, dLdh[None],
-                                              None, check_n_threads(n_threads))
+    dLdx, *grads = family.backward(_backend.of(x), dims, x[None], hI, Wx, Wh, b, act, None,
+                                   dLdh[None], None, check_n_threads(n_threads))
     return RnnGrads(dLdx[0], *grads)
 
 
@@ -260,10 +261,10 @@ def rnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
     act = _activation(activation)
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
+    dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
-    h, _, gates = backend.calls.rnn_forward(dims, x, hI, Wx, Wh, b, act, keep,
-                                            check_n_threads(n_threads), lengths, fwd)
+    h, _, gates = family.forward(_backend.of(x), dims, x, hI, Wx, Wh, b, act, keep,
+                                 check_n_threads(n_threads), lengths, fwd)
     if not keep:
         return h
     ws = RnnWorkspace(h, gates, act, None if lengths is None else lengths.copy(), fwd)
@@ -328,9 +329,9 @@ def rnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
     act = _activation(activation)
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    backend, dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3,
-                                        optional=("dLdh", "dLdhLast"), dLdh=dLdh,
-                                        dLdhLast=dLdhLast)
+    dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3,
+                               optional=("dLdh", "dLdhLast"), dLdh=dLdh,
+                               dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS, x)
@@ -340,9 +341,9 @@ def rnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
                         {"h": (sL, bS, nOut), "gates": (sL, bS, nOut)}, ("gates",),
                         activation=act, seq_len=lengths, forward=fwd)
         saved = workspace.h, workspace.gates
-    return RnnGrads(*backend.calls.rnn_backward(dims, x, hI, Wx, Wh, b, act, saved, dLdh, dLdhLast,
-                                                check_n_threads(n_threads), lengths, fwd,
-                                                input_grad))
+    return RnnGrads(*family.backward(_backend.of(x), dims, x, hI, Wx, Wh, b, act, saved, dLdh,
+                                     dLdhLast, check_n_threads(n_threads), lengths, fwd,
+                                     input_grad))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,13 +402,12 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, activation: str = 
     check.ndim("Wx", Wx, 2, "[nIn, nOut]")
     check.ndim("Wh", Wh, 2, "[nOut, nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0])
-    _, (_, _, nIn, nOut) = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
+    _, _, nIn, nOut = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
     return prepare_net("rnn", RnnState, options, "rnn", nIn, nOut, Wx.dtype, Wx=Wx, Wh=Wh,
-                       b=rnn_bias(b), activation=RNN_ACTIVATIONS[act])
+                       b=family.loop_bias(b), activation=family.ACTIVATIONS[act])
 
 
 def _activation(activation):
     if not isinstance(activation, str) or activation not in ACTIVATIONS:
         raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
     return activation
-

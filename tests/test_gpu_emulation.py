@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from cells import _cpu, _gpu
+from cells._families import gru, lltm, lstm, rnn
 from gru_reference import F32_FWD_TOL, F32_SEQ_GRAD_TOL, F64_TOL, assert_close
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
@@ -73,13 +74,13 @@ def test_gru(dtype, lengths, fwd, lbr, two_biases):
     dims = (sL, bS, nIn, nOut)
     ftol, gtol = tolerances(dtype)
     out = {}
-    for name, calls in (("gpu", _gpu.calls), ("cpu", _cpu.calls)):
-        h, gates, hc = calls.gru_forward(dims, x, hI, Wx, Wh, b, lbr, True, 1, seq, fwd)
-        h_only, _, _ = calls.gru_forward(dims, x, hI, Wx, Wh, b, lbr, False, 1, seq, fwd)
-        grads = calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, copies((h, gates, hc)), dLdh,
-                                   dLdhL, None, 1, seq, fwd)
-        recomputed = calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, None, None, dLdhL, None,
-                                        1, seq, fwd, input_grad=False)
+    for name, backend in (("gpu", _gpu), ("cpu", _cpu)):
+        h, gates, hc = gru.forward(backend, dims, x, hI, Wx, Wh, b, lbr, True, 1, seq, fwd)
+        h_only, _, _ = gru.forward(backend, dims, x, hI, Wx, Wh, b, lbr, False, 1, seq, fwd)
+        grads = gru.backward(backend, dims, x, hI, Wx, Wh, b, lbr, copies((h, gates, hc)), dLdh,
+                             dLdhL, None, 1, seq, fwd)
+        recomputed = gru.backward(backend, dims, x, hI, Wx, Wh, b, lbr, None, None, dLdhL, None,
+                                  1, seq, fwd, input_grad=False)
         out[name] = (h, gates, hc, h_only), grads, recomputed
     compare_runs(out, ("h", "gates", "hc", "h (no workspace)"),
                  ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), ftol, gtol)
@@ -93,8 +94,8 @@ def test_gru_gradients_arriving_at_the_gates(dtype, lbr):
                                           (nOut, 3 * nOut), (3 * nOut,), (1, bS, nOut),
                                           (1, bS, 3 * nOut))
     dims = (1, bS, nIn, nOut)
-    gpu = _gpu.calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, None, dLdh, None, dLdg, 1)
-    cpu = _cpu.calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, None, dLdh, None, dLdg, 1)
+    gpu = gru.backward(_gpu, dims, x, hI, Wx, Wh, b, lbr, None, dLdh, None, dLdg, 1)
+    cpu = gru.backward(_cpu, dims, x, hI, Wx, Wh, b, lbr, None, dLdh, None, dLdg, 1)
     compare(gpu, cpu, ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), tolerances(dtype)[1])
 
 
@@ -120,15 +121,15 @@ def test_lstm(dtype, lengths, fwd, case):
     dims = (sL, bS, nIn, nOut)
     ftol, gtol = tolerances(dtype)
     out = {}
-    for name, calls in (("gpu", _gpu.calls), ("cpu", _cpu.calls)):
-        h, hL, cL, c, gates, m = calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, None, clip,
-                                                    seq, fwd, True, 1, acts)
-        grads = calls.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, None, clip, seq, fwd,
-                                    copies((h, c, gates, m)), dLdh, dLdhL, dLdcL, 1, acts)
+    for name, backend in (("gpu", _gpu), ("cpu", _cpu)):
+        h, hL, cL, c, gates, m = lstm.forward(backend, dims, x, Wx, Wr, b, hI, cI, Wp, None, clip,
+                                              seq, fwd, True, 1, acts)
+        grads = lstm.backward(backend, dims, x, Wx, Wr, b, hI, cI, Wp, None, clip, seq, fwd,
+                              copies((h, c, gates, m)), dLdh, dLdhL, dLdcL, 1, acts)
         # No initial states, no bias, the forward recomputed, no dL/dx.
-        zero_states = calls.lstm_backward(dims, x, Wx, Wr, None, None, None, Wp, None, clip,
-                                          seq, fwd, None, dLdh, None, dLdcL, 1, acts,
-                                          input_grad=False)
+        zero_states = lstm.backward(backend, dims, x, Wx, Wr, None, None, None, Wp, None, clip,
+                                    seq, fwd, None, dLdh, None, dLdcL, 1, acts,
+                                    input_grad=False)
         out[name] = (h, hL, cL, c, gates), grads, zero_states
     compare_runs(out, ("h", "hL", "cL", "c", "gates"), LSTM_GRADS, ftol, gtol)
 
@@ -149,14 +150,14 @@ def test_lstm_projection(dtype, lengths, fwd, case):
     dims = (sL, bS, nIn, nOut)
     ftol, gtol = tolerances(dtype)
     out = {}
-    for name, calls in (("gpu", _gpu.calls), ("cpu", _cpu.calls)):
-        forward = calls.lstm_forward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, 0.0, seq, fwd,
-                                     True, 1, acts)
+    for name, backend in (("gpu", _gpu), ("cpu", _cpu)):
+        forward = lstm.forward(backend, dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, 0.0, seq, fwd,
+                               True, 1, acts)
         h, hL, cL, c, gates, m = forward
-        grads = calls.lstm_backward(dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, 0.0, seq, fwd,
-                                    copies((h, c, gates, m)), dLdh, dLdhL, dLdcL, 1, acts)
-        recomputed = calls.lstm_backward(dims, x, Wx, Wr, b, None, None, Wp, Wproj, 0.0, seq,
-                                         fwd, None, dLdh, None, dLdcL, 1, acts)
+        grads = lstm.backward(backend, dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, 0.0, seq, fwd,
+                              copies((h, c, gates, m)), dLdh, dLdhL, dLdcL, 1, acts)
+        recomputed = lstm.backward(backend, dims, x, Wx, Wr, b, None, None, Wp, Wproj, 0.0, seq,
+                                   fwd, None, dLdh, None, dLdcL, 1, acts)
         out[name] = forward, grads, recomputed
     compare_runs(out, ("h", "hL", "cL", "c", "gates", "m"), LSTM_GRADS, ftol, gtol)
 
@@ -172,10 +173,10 @@ def test_lltm(dtype, lengths, fwd):
     dims = (sL, bS, nIn, nOut)
     ftol, gtol = tolerances(dtype)
     out = {}
-    for name, calls in (("gpu", _gpu.calls), ("cpu", _cpu.calls)):
-        h, hL, cL, gates, c = calls.lltm_forward(dims, x, W, b, hI, cI, seq, fwd, True, 1)
-        grads = calls.lltm_backward(dims, x, W, hI, cI, fwd, copies((h, gates, c)), dLdh,
-                                    dLdhL, dLdcL, 1, lens=seq)
+    for name, backend in (("gpu", _gpu), ("cpu", _cpu)):
+        h, hL, cL, gates, c = lltm.forward(backend, dims, x, W, b, hI, cI, seq, fwd, True, 1)
+        grads = lltm.backward(backend, dims, x, W, hI, cI, fwd, copies((h, gates, c)), dLdh,
+                              dLdhL, dLdcL, 1, lens=seq)
         out[name] = (h, hL, cL, gates, c), grads
     compare_runs(out, ("h", "hL", "cL", "gates", "c"), ("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"),
                  ftol, gtol)
@@ -188,8 +189,8 @@ def test_lltm_cell_pre_activations(dtype):
                              (bS, nOut), (bS, nOut))
     dims = (1, bS, nIn, nOut)
     z = {name: np.empty((bS, 3 * nOut), dtype) for name in ("gpu", "cpu")}
-    _gpu.calls.lltm_forward(dims, x, W, b, hI, cI, None, True, True, 1, z=z["gpu"])
-    _cpu.calls.lltm_forward(dims, x, W, b, hI, cI, None, True, True, 1, z=z["cpu"])
+    lltm.forward(_gpu, dims, x, W, b, hI, cI, None, True, True, 1, z=z["gpu"])
+    lltm.forward(_cpu, dims, x, W, b, hI, cI, None, True, True, 1, z=z["cpu"])
     assert_close(z["gpu"], z["cpu"], tolerances(dtype)[0], "z", dtype)
 
 
@@ -205,10 +206,10 @@ def test_rnn(dtype, lengths, fwd, activation):
     dims = (sL, bS, nIn, nOut)
     ftol, gtol = tolerances(dtype)
     out = {}
-    for name, calls in (("gpu", _gpu.calls), ("cpu", _cpu.calls)):
-        h, hL, gates = calls.rnn_forward(dims, x, hI, Wx, Wh, b, activation, True, 1, seq, fwd)
-        grads = calls.rnn_backward(dims, x, hI, Wx, Wh, b, activation, copies((h, gates)),
-                                   dLdh, dLdhL, 1, seq, fwd)
+    for name, backend in (("gpu", _gpu), ("cpu", _cpu)):
+        h, hL, gates = rnn.forward(backend, dims, x, hI, Wx, Wh, b, activation, True, 1, seq, fwd)
+        grads = rnn.backward(backend, dims, x, hI, Wx, Wh, b, activation, copies((h, gates)),
+                             dLdh, dLdhL, 1, seq, fwd)
         out[name] = (h, hL, gates), grads
     compare_runs(out, ("h", "hL", "gates"), ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), ftol,
                  gtol)
@@ -221,6 +222,6 @@ def test_empty_problems(shape):
                               (nOut, 3 * nOut), (3 * nOut,))
     dims = (steps, rows, nIn, nOut)
     for lbr in (False, True):
-        gpu = _gpu.calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, None, None, None, None, 1)
-        cpu = _cpu.calls.gru_backward(dims, x, hI, Wx, Wh, b, lbr, None, None, None, None, 1)
+        gpu = gru.backward(_gpu, dims, x, hI, Wx, Wh, b, lbr, None, None, None, None, 1)
+        cpu = gru.backward(_cpu, dims, x, hI, Wx, Wh, b, lbr, None, None, None, None, 1)
         compare(gpu, cpu, ("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"), F64_TOL)

@@ -1,6 +1,6 @@
 """The GPU backend (cells/_gpu.py) run on the CPU, as tests/test_gpu_emulation.py runs it (the
 kernels compiled by g++ with the shim, NumPy standing in for CuPy), against the CPU backend on
-the two generic loops, _forward and _backward, for every family of the table: haste's
+the two generic loops, forward and backward, for every family of the table: haste's
 LayerNorm LSTM and LayerNorm GRU (the per-row kernels of a row_reduction family, dL/dP summed
 by the steps), IndRNN (no recurrent product, no dL/dWh) and the others, with seq_len, both
 directions and the loop options zoneout (none, one share for all, one per element and step),
@@ -32,7 +32,7 @@ def tolerances(dtype):
 
 
 def loop_arguments(family, dtype, zone, seed=11):
-    """(forward keywords, backward-only keywords) of `family` for both backends' _forward and
+    """(forward keywords, backward-only keywords) of `family` for both backends' forward and
     _backward, every array random: weights as the family takes them (W for the LLTM, no Wh for
     the IndRNN, no loop bias for the LayerNorm cells, whose bias is in P), P where the family
     has one, cI where it has a cell state; zoneout by `zone`; dL/dh, dL/dhL, and dL/dcL and
@@ -78,16 +78,16 @@ def run(backend, family, fwd_args, back_args, seq, direction):
     dims = (sL, bS, nIn, nOut)
     a = dict(fwd_args)
     x, hI = a.pop("x"), a.pop("hI")
-    kept = backend._forward(family, dims, x, hI, True, 1, seq, direction, **a)
+    kept = backend.forward(family, dims, x, hI, True, 1, seq, direction, **a)
     h, _, _, gates, c, aux, m = kept
     back = {k: v for k, v in a.items() if k != "b"}
     bias = "b" in a
-    grads = backend._backward(family, dims, x, hI, copies((h, gates, c, aux, m)), 1, seq,
+    grads = backend.backward(family, dims, x, hI, copies((h, gates, c, aux, m)), 1, seq,
                               direction, bias=bias, **back, **back_args)
-    light = backend._forward(family, dims, x, hI, False, 1, seq, direction, c_steps=True, **a)
-    again = backend._forward(family, dims, x, hI, True, 1, seq, direction, **a)
+    light = backend.forward(family, dims, x, hI, False, 1, seq, direction, c_steps=True, **a)
+    again = backend.forward(family, dims, x, hI, True, 1, seq, direction, **a)
     h, _, _, gates, c, aux, m = again
-    no_dx = backend._backward(family, dims, x, hI, (h, gates, c, aux, m), 1, seq, direction,
+    no_dx = backend.backward(family, dims, x, hI, (h, gates, c, aux, m), 1, seq, direction,
                               bias=bias, input_grad=False, **back,
                               dLdh=back_args["dLdh"])
     return kept, grads, light, no_dx

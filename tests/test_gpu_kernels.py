@@ -78,7 +78,7 @@ def test_import_cells_does_not_import_cupy(tmp_path):
 
 def test_cupy_arrays_select_the_gpu_backend():
     a = CupyArray(np.zeros(2))
-    assert _backend.select(x=a, b=None, W=a) is _gpu
+    assert _backend.of(a) is _gpu
 
 
 def test_a_gpu_call_without_cupy_says_what_to_install(monkeypatch):

@@ -52,7 +52,7 @@ any other goes through the full checks, which raise torch's errors.
 
 Autograd and torch.compile. Each time loop is a custom operator (torch.library, namespace
 "cells"), with a fake (meta) implementation and a backward formula, all generated from the
-family's declaration (cells/_families.py: its arguments, outputs and workspace, and what the
+family's declaration (cells/_families/: its arguments, outputs and workspace, and what the
 operator adds, Family.torch; cells/torch/_operators.py):
 
     cells::gru_time_loop(x, hI, Wx, Wh, b, seq_len, forward, keep_workspace) -> (h, gates, hc)

@@ -1,7 +1,7 @@
 """cells.torch's custom operators: each declared family's time loop and its backward as
 torch.library operators (cells::<family>_time_loop, cells::<family>_time_loop_backward), with
 fake implementations and autograd formulas to any order, generated from the declarations
-(cells/_families.py); and the tensor helpers the modules and cells.haste share with them.
+(cells/_families/); and the tensor helpers the modules and cells.haste share with them.
 
 The operators are registered as this module is imported.
 """
@@ -11,7 +11,8 @@ import torch
 from torch import Tensor
 
 import cells
-from cells import _arrays, _families, cuda
+from cells import _arrays, cuda
+from cells._families import FAMILIES
 from cells._threads import on_openmp_pool, time_loop_threads
 from cells.torch import _recompute
 
@@ -220,7 +221,7 @@ def register_double_backward(op, recompute, n_params, n_grads, n_options):
 
 
 # ---------------------------------------------------------------------------------------------
-# The operators, generated from the families' declarations (cells/_families.py)
+# The operators, generated from the families' declarations (cells/_families/)
 # ---------------------------------------------------------------------------------------------
 
 class _Operator:
@@ -394,7 +395,7 @@ class _Operator:
 
 def _register_operators():
     """Every declared family's operators (those with a cells.torch operator)."""
-    for declared in _families.FAMILIES.values():
+    for declared in FAMILIES.values():
         if declared.torch is not None:
             _Operator(declared).register()
 
