@@ -80,7 +80,8 @@ def extension(name):
     )
 
 
-# Every cells/_*.pyx is an extension module: the BLAS layer and the time loop of every family.
+# Every cells/_*.pyx is an extension module: the BLAS layer, the families' table and the time loop
+# of every family.
 KERNEL_MODULES = sorted(os.path.basename(p)[:-4] for p in glob.glob("cells/_*.pyx"))
 
 setup(

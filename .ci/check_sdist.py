@@ -21,6 +21,7 @@ REQUIRED = [
     "cells/__init__.py",
     "cells/py.typed",
     "cells/_time_loop.pyx",
+    "cells/_family_table.pyx",
     "cells/*.pxd",
     "cells/kernels/*.cu",
     "cells/kernels/*.cuh",

@@ -8,7 +8,7 @@ which the families' mappings (cells/_families/) call with each family's arrays a
     backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, **arrays and options)
         -> (dLdx, dLdhI, dLdcI, dLdWx, dLdWh, dLdb, dLdP, dLdWproj)
 
-`family` is a row of the C table (cells._time_loop.FAMILIES); forward's and backward's
+`family` is a row of the C table (cells._family_table.FAMILIES); forward's and backward's
 docstrings below say what each array and option is. The contract:
   - the face (cells.gru, cells.lstm, ...) has validated every argument: arrays of the
     backend's kind and of one real dtype (in any memory order), shapes consistent with
@@ -26,14 +26,15 @@ docstrings below say what each array and option is. The contract:
     gradients and leaves them read-only; with input_grad=False it skips dL/dx and returns None
     for it.
 
-Both loops own the buffers of a call (cells/_loop.pxd documents each one); a backward that may
+Both loops own the buffers of a call (cells/_loop_call.pxd documents each one); a backward that may
 run BLAS (for a large weight gradient) holds it at one thread meanwhile.
 """
 import contextlib
 
 import numpy as np
 
-from cells import _arrays, _time_loop
+from cells import _arrays, _family_table, _time_loop
+from cells._family_table import LSTM_ACTIVATIONS
 from cells._threads import openmp_pool, sequential_blas, time_loop_threads
 
 
@@ -83,9 +84,9 @@ def _threads(fam, dims, nState):
 
 def forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=None, Wh=None,
             W=None, b=None, P=None, Wproj=None, clip=np.inf, activation=0,
-            lstm_acts=_time_loop.LSTM_ACTIVATIONS, z=None, zoneout=None, c_steps=False):
-    """Run the forward time loop of `family` (a key of _time_loop.FAMILIES) with its weights
-    (Wx and Wh, or W in PyTorch's layout), b, P, Wproj, clip and activation as
+            lstm_acts=LSTM_ACTIVATIONS, z=None, zoneout=None, c_steps=False):
+    """Run the forward time loop of `family` (a key of cells._family_table.FAMILIES) with its
+    weights (Wx and Wh, or W in PyTorch's layout), b, P, Wproj, clip and activation as
     _time_loop.forward takes them. The state h has nState columns: nOut, or nProj with Wproj
     [nOut, nProj]. Returns (h [sL, bS, nState], hL [bS, nState], cL [bS, nOut] (None without a
     cell state), gates, c, aux, m): with keep, every step's gates [sL, bS, G], c [sL, bS, nOut]
@@ -95,7 +96,7 @@ def forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=N
     zoneout's share of the new state as _time_loop.forward takes it ([1] or [sL, bS, nOut]);
     c_steps: return every step's c without keep too."""
     sL, bS, nIn, nOut = dims
-    fam = _time_loop.family(family)
+    fam = _family_table.family(family)
     n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
     G, dtype, steps = n_gates * nOut, x.dtype, (sL if keep else 1)
     nState = nOut if Wproj is None else Wproj.shape[1]
@@ -132,7 +133,7 @@ def forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=N
 
 def backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dLdh=None,
              dLdhL=None, dLdcL=None, dLdgates=None, Wx=None, Wh=None, W=None, P=None,
-             Wproj=None, clip=np.inf, activation=0, lstm_acts=_time_loop.LSTM_ACTIVATIONS,
+             Wproj=None, clip=np.inf, activation=0, lstm_acts=LSTM_ACTIVATIONS,
              input_grad=True, bias=True, dLdc=None, zoneout=None):
     """Run the backward time loop of `family` on `saved` = (h, gates, c, aux, m) of its forward
     with keep (c, aux, m None where the family has none, does not keep it or has no Wproj).
@@ -142,7 +143,7 @@ def backward(family, dims, x, hI, saved, n_threads, seq_len, fwd, *, cI=None, dL
     family with no recurrent product, dLdb without `bias` (a family whose bias is in P). dLdc
     [sL, bS, nOut]: the gradient arriving at every step's c; zoneout as forward took it."""
     sL, bS, nIn, nOut = dims
-    fam = _time_loop.family(family)
+    fam = _family_table.family(family)
     n_gates, cell_state, has_aux, aux_kept = fam.gates, fam.cell_state, fam.aux, fam.aux_kept
     G, dtype = n_gates * nOut, x.dtype
     nState = nOut if Wproj is None else Wproj.shape[1]

@@ -25,12 +25,12 @@ arrays to cells._cpu, never here).
 """
 import numpy as np
 
-from cells import _arrays, _time_loop, cuda
-from cells._time_loop import LSTM_ACTIVATIONS
+from cells import _arrays, _family_table, cuda
+from cells._family_table import LSTM_ACTIVATIONS
 
 
-# Each family's row of include/cells/families.h's table, as the CPU extension compiled it.
-FAMILIES = {name: _time_loop.family(name) for name in _time_loop.FAMILIES}
+# Each family's row of include/cells/families.h's table, as cells._family_table compiled it.
+FAMILIES = {name: _family_table.family(name) for name in _family_table.FAMILIES}
 
 
 def _runtime(a):
@@ -167,7 +167,7 @@ def forward(family, dims, x, hI, keep, n_threads, seq_len, fwd, *, cI=None, Wx=N
 def _loop_steps(xp, sL, bS, lengths, fwd):
     """For every loop step t, which rows run it, running [sL, bS, 1], and the slot tau·bS + row
     of the time index each row processes, slots [sL, bS] (a row past its end: its own padded
-    slot t·bS + row), computed once per call (cells/_loops.pxd's row_len and step_time)."""
+    slot t·bS + row), computed once per call (cells/_small_loops.pxd's row_len and step_time)."""
     t = xp.arange(sL)[:, None]
     length = xp.full((1, bS), sL, np.int64) if lengths is None else lengths[None, :]
     running = t < length
@@ -191,7 +191,7 @@ def _prev_state_pairs(xp, sL, bS, seq_len, fwd, init, states, D):
     """The pairs (A, B) of [rows, ...] arrays whose row-wise products, summed over the rows of
     every pair, are Σ over every step (tau, row) of prev(tau, row) and D(tau, row): prev the
     value of `states` [sL, bS, n] that entered the step, `init` [bS, n] at a row's first step
-    (cells/_loops.pxd's prev_state_product: forward, states shifted by one step and init at
+    (cells/_small_loops.pxd's prev_state_product: forward, states shifted by one step and init at
     tau = 0; in reverse, shifted the other way and init at tau = len-1). D [sL, bS, m] is 0 at
     padded steps. sL > 0."""
     n, m = states.shape[2], D.shape[2]

@@ -17,7 +17,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from cells import _time_loop
+from cells import _family_table, _time_loop
 from cells import _validate as check
 from cells._arrays import type_name
 from cells._cpu import weights_as_read
@@ -365,7 +365,7 @@ def _restore_packed(family, State, loop, options, nIn, nOut, nState, b, P, packe
 
 
 def _gates(loop):
-    return _time_loop.family(loop["family"]).gates
+    return _family_table.family(loop["family"]).gates
 
 
 def _loop_options(loop):
@@ -440,7 +440,7 @@ def prepare_lstm_quantized(qx, sx, qr, sr, b, *, Wp=None, n_threads=None):
     activations, no cell clip. The caller has checked every argument. The net is what
     ``cells.lstm.prepare(Wx, Wr, b, Wp=Wp, weights="int8")`` gives for weights whose q and
     s_w these are."""
-    acts = _time_loop.LSTM_ACTIVATIONS
+    acts = _family_table.LSTM_ACTIVATIONS
     options = lstm_options(0.0, acts, check_n_threads(n_threads), "int8")
     nIn, G = qx.shape
     return prepare_net("lstm", LstmState, options, "lstm", nIn, G // 4, np.dtype(np.float32),

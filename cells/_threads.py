@@ -2,11 +2,11 @@
 
 A call's passes run on the threads of include/cells/team.h (OpenMP's pool, or in a forked child
 cells' own team) and multiply on cells' own kernels (include/cells/panel.h). A thread calls BLAS
-only in a backward pass, for a weight gradient too large for cells' gemm_tn (cells/_loops.pxd,
-weight_grad), a gemm per thread: a threaded BLAS there would oversubscribe the cores, so such a
-call (backward_calls_blas in cells/_time_loop.pyx) holds the process's BLAS libraries at one thread
-while it runs: once per call, through threadpoolctl's cached controllers (about 5 µs), never per
-step. A call that runs no BLAS leaves them alone.
+only in a backward pass, for a weight gradient too large for cells' gemm_tn
+(cells/_small_loops.pxd, weight_grad), a gemm per thread: a threaded BLAS there would
+oversubscribe the cores, so such a call (backward_calls_blas in cells/_time_loop.pyx) holds the
+process's BLAS libraries at one thread while it runs: once per call, through threadpoolctl's
+cached controllers (about 5 µs), never per step. A call that runs no BLAS leaves them alone.
 
 A time loop call runs on cells' team of threads, whose waits yield the core to a thread queued
 behind them and which never waits for a thread that has not joined it (a busy process beside

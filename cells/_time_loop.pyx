@@ -2,16 +2,17 @@
 and double.
 
 Every public function of cells (a cell, a time loop, a backward pass, an ONNX operator) is one
-call of `forward` or `backward` here, with sL = 1 for a cell. cells/_loop.pxd holds the sizes,
-options and named buffers of one call (every array's shape is documented there, once);
-include/cells/families.h says what each family is, and include/cells/step.h what its steps do.
+call of `forward` or `backward` here, with sL = 1 for a cell. cells/_loop_call.pxd holds the
+sizes, options and named buffers of one call (every array's shape is documented there, once);
+include/cells/families.h says what each family is (cells/_family_table.pyx reads its table for
+Python), and include/cells/step.h what its steps do.
 This module owns what is the same for every family:
 
 Sequences: row b runs its first len_b = seq_len[b] loop steps, at time index tau =
-step_time(t, len_b, forward) (cells/_loops.pxd); past them its state is frozen and its outputs
-(and, in the workspace, its gates, c and aux) at the padded time indices are 0; the backward
-passes its carried gradient through them unchanged. At a row's first step the state is hI (and
-cI); a row's final state is the state after its last valid step (hI, cI when len_b = 0).
+step_time(t, len_b, forward) (cells/_small_loops.pxd); past them its state is frozen and its
+outputs (and, in the workspace, its gates, c and aux) at the padded time indices are 0; the
+backward passes its carried gradient through them unchanged. At a row's first step the state is
+hI (and cI); a row's final state is the state after its last valid step (hI, cI when len_b = 0).
 
 Threads: a pass runs as the parts of one cells_run_parts call (include/cells/team.h: on cells'
 team, or on OpenMP's pool for cells.torch's calls), a thread each, and its work is tasks that
@@ -71,13 +72,12 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, real
-from cells._families cimport (
-    CELLS_ACTIVATIONS, CELLS_FAMILIES, CELLS_PARAM_GRAD_AUX, CELLS_PARAM_GRAD_NONE,
-    CELLS_PARAM_GRAD_PEEPHOLES, CELLS_PARAM_GRAD_STEPS, backward_step, cells_families, cells_family_info,
-    cells_family_names, cells_family_sources, forward_step,
+from cells._family_table cimport (
+    CELLS_ACTIVATIONS, CELLS_PARAM_GRAD_STEPS, backward_step, cells_families, cells_family_info,
+    forward_step,
 )
-from cells._loop cimport Loop, Prepared
-from cells._loops cimport (
+from cells._loop_call cimport Loop, Prepared
+from cells._small_loops cimport (
     add_units, copy_units, prev_state_product, row_len, step_time, sum_rows, weight_grad,
     zero_units, zoneout_grad_units, zoneout_units,
 )
@@ -99,15 +99,11 @@ from cells._panels cimport (
     project_rows, rows_from, weights_in_place,
 )
 
-from typing import NamedTuple
-
 import numpy as np
 
-cnp.import_array()
+from cells._family_table import FAMILIES, LSTM_ACTIVATIONS
 
-# The families by the names the Python faces use: their indices in the compiled table
-# (include/cells/family_rows.h declares them).
-FAMILIES = {cells_family_names[i].decode(): i for i in range(CELLS_FAMILIES)}
+cnp.import_array()
 
 # A part's block of the units starts at a multiple of a cache line's elements (part_units):
 # on arrays that start on a cache line (cells/_cpu.py allocates them so), no two parts write
@@ -136,7 +132,7 @@ MAX_THREADS = CELLS_MAX_THREADS
 # threads reads it (include/cells/caches.h): the blocks and splits below are sized by it.
 L2_BYTES = cells_l2_bytes()
 # The largest weight gradient (per thread, in bytes) the backward computes on cells' gemm_tn;
-# larger ones go to BLAS (cells/_loops.pxd, weight_grad).
+# larger ones go to BLAS (cells/_small_loops.pxd, weight_grad).
 TN_C_BYTES = cells_panel_tn_c_bytes()
 cells_team_register_fork_handler()
 
@@ -160,11 +156,6 @@ def instruction_set():
 def set_instruction_set(int isa):
     """Runs the kernels on `isa`, which cells/_isa.py has checked against the CPU."""
     cells_isa_set(isa)
-
-
-# The LSTM's default activations, (code, alpha, beta) of the gates i, f, o, of the candidate
-# and of the output (libnd4j's codes, include/cells/activations.h): σ, tanh, tanh.
-LSTM_ACTIVATIONS = ((2, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1469,16 +1460,16 @@ def forward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_t
             cI=None, gx, gh, hs, cs=None, gates, c=None, aux=None, m=None, ms=None, h, hL=None,
             cL=None, zoneout=None, double clip=INFINITY, int activation=0,
             lstm_acts=LSTM_ACTIVATIONS, bint openmp=False):
-    """Run the forward pass of `family` (a key of FAMILIES) on the arrays that cells/_loop.pxd
-    names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces Wx and Wh (the LLTM);
-    with weights_transposed, Wx and Wh are given in PyTorch's layout, transposed ([G, nIn] and
-    [G, nState]).
+    """Run the forward pass of `family` (a key of cells._family_table.FAMILIES) on the arrays
+    that cells/_loop_call.pxd names (and shapes). W [G, nOut + nIn] in PyTorch's layout replaces
+    Wx and Wh (the LLTM); with weights_transposed, Wx and Wh are given in PyTorch's layout,
+    transposed ([G, nIn] and [G, nState]).
     clip and lstm_acts (LSTM_ACTIVATIONS' layout) are the LSTM's options, activation the RNN's
     code (include/cells/step.h).
     With keep, gates, c and a kept aux are [sL, ...]; without, gates and aux are one step's
     scratch ([bS, ...]) and c may be given (every step's c, as with keep). Wproj [nOut, nProj]
     projects the output (then m is given with keep, and ms always). zoneout: None, or zoneout's
-    share of the new state, [1] or [sL, bS, nOut] (cells/_loop.pxd: zone). openmp: run on
+    share of the new state, [1] or [sL, bS, nOut] (cells/_loop_call.pxd: zone). openmp: run on
     OpenMP's pool rather than cells' team (run_pass)."""
     cdef Loop L
     dtype = x.dtype
@@ -1698,50 +1689,6 @@ def backward(str family, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t nIn, Py_ssize_
     run_pass(&L, True, single, "backward", openmp)
 
 
-# What dL/dP sums over the steps (family_rows.h's param_grad), as Family.param_grad says it.
-PARAM_GRADS = {CELLS_PARAM_GRAD_NONE: None, CELLS_PARAM_GRAD_AUX: "aux",
-               CELLS_PARAM_GRAD_PEEPHOLES: "peepholes", CELLS_PARAM_GRAD_STEPS: "steps"}
-
-
-class Family(NamedTuple):
-    """A family's row of include/cells/family_rows.h (its fields say what they mean there),
-    for the backends that allocate its buffers and the GPU kernels' launches. phases: 1, or 2
-    where h_blocks < gates; source: its kernels' cells/kernels/<source>.cu; param_grad: None,
-    "aux", "peepholes" or "steps" (PARAM_GRADS)."""
-
-    gates: int
-    cell_state: bool
-    h_blocks: int
-    aux: int
-    aux_kept: bool
-    aux_grad_block: int
-    param_blocks: int
-    projects: bool
-    phases: int
-    source: str
-    param_grad: object
-    row_reduction: bool
-    recurrent_product: bool
-
-
-def _read_family(int i):
-    """Row i of the compiled table as a Family."""
-    cdef cells_family_info fam = cells_families[i]
-    return Family(fam.gates, fam.cell_state, fam.h_blocks, fam.aux, fam.aux_kept,
-                  fam.aux_grad_block, fam.param_blocks, fam.projects, fam.phases,
-                  cells_family_sources[i].decode(), PARAM_GRADS[fam.param_grad],
-                  fam.row_reduction, fam.recurrent_product)
-
-
-# Every family's row, read once (the backends read one on every call).
-_TABLE = {name: _read_family(i) for name, i in FAMILIES.items()}
-
-
-def family(str name):
-    """The Family of `name` (a key of FAMILIES), read from the compiled table."""
-    return _TABLE[name]
-
-
 # ---------------------------------------------------------------------------------------------
 # Prepared nets (cells.PreparedNet): weights packed once, for many inference calls
 # ---------------------------------------------------------------------------------------------
@@ -1925,7 +1872,8 @@ cdef class PreparedWeights:
         L.cL = data(self.dtype, "cL", cL, S, fam.cell_state, True)
         L.chunk_steps = L.gx_steps = projection_chunk_steps(sL, bS, G, itemsize, False)
         split_work(L, fam, self.packed.wproj.P != NULL, itemsize)
-        # The call's scratch, in one block: gx, gh, hs, cs, gates, aux, ms (cells/_loop.pxd).
+        # The call's scratch, in one block: gx, gh, hs, cs, gates, aux, ms
+        # (cells/_loop_call.pxd).
         gx_len = aligned_elements(L.gx_steps * bS * G, itemsize)
         gh_len = aligned_elements(bS * G, itemsize)
         hs_len = aligned_elements(2 * H, itemsize)
@@ -2073,17 +2021,17 @@ def prepare(str family, Py_ssize_t nIn, Py_ssize_t nOut, *, dtype, Wx=None, Wh=N
             bint weights_transposed=False, b=None, P=None, Wproj=None, Py_ssize_t nProj=0,
             double clip=INFINITY, int activation=0, lstm_acts=LSTM_ACTIVATIONS, weights=None,
             packed_state=None, quantized=None, zoneout=None):
-    """The PreparedWeights of `family` (a key of FAMILIES) for the weights and options that
-    forward() takes (checked as it checks them): packed once, into panels of the dtype
-    (weights None) or int8 or bfloat16 panels (weights "int8", "bfloat16": float32 weights
-    only), with copies of b and P, so that later changes to the caller's arrays do not reach
-    the net. packed_state: the panels' bytes from packed_state() of a net prepared from the
-    same options, copied over the ones packed from the weights given. quantized (weights
+    """The PreparedWeights of `family` (a key of cells._family_table.FAMILIES) for the weights
+    and options that forward() takes (checked as it checks them): packed once, into panels of
+    the dtype (weights None) or int8 or bfloat16 panels (weights "int8", "bfloat16": float32
+    weights only), with copies of b and P, so that later changes to the caller's arrays do not
+    reach the net. packed_state: the panels' bytes from packed_state() of a net prepared from
+    the same options, copied over the ones packed from the weights given. quantized (weights
     "int8", Wx and Wh C-ordered, not transposed): (qx, sx, qh, sh), int8 weights already
     quantized, op(Wx)'s qx [nIn, G] and op(Wh)'s qh [nState, G] (C-contiguous int8 in
-    [-127, 127]) with their column scales sx, sh [G] (float32), packed over the panels of
-    Wx and Wh (whose values are not used): see _pack_quantized. zoneout: None, or a
-    probability p: every call's h = p·hPrev + (1 - p)·hNew (haste's eval mode)."""
+    [-127, 127]) with their column scales sx, sh [G] (float32), packed over the panels of Wx and Wh
+    (whose values are not used): see _pack_quantized. zoneout: None, or a probability p: every
+    call's h = p·hPrev + (1 - p)·hNew (haste's eval mode)."""
     cdef PreparedWeights net = PreparedWeights.__new__(PreparedWeights)
     cdef Loop *L = &net.problem
     dtype = np.dtype(dtype)

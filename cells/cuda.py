@@ -26,7 +26,7 @@ from typing import List, Sequence
 
 import numpy as np
 
-from cells import _time_loop
+from cells import _family_table
 
 __all__ = [
     "compile_kernels",
@@ -46,11 +46,11 @@ KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 # The families' kernels, from the compiled table (include/cells/family_rows.h): the source
 # that defines them (cells/kernels/<source>.cu) and the kernels of each (kernels.cuh: "_b",
 # the second phase of a family with two). Every family has them.
-GPU_FAMILIES = list(_time_loop.FAMILIES)
-KERNEL_SOURCES = {name: _time_loop.family(name).source for name in GPU_FAMILIES}
+GPU_FAMILIES = list(_family_table.FAMILIES)
+KERNEL_SOURCES = {name: _family_table.family(name).source for name in GPU_FAMILIES}
 KERNEL_PHASES = {
     name: ("forward", "backward") + (("forward_b", "backward_b")
-                                     if _time_loop.family(name).phases == 2 else ())
+                                     if _family_table.family(name).phases == 2 else ())
     for name in GPU_FAMILIES}
 
 DTYPE_SUFFIX = {np.dtype(np.float32): "f", np.dtype(np.float64): "d"}

@@ -9,18 +9,18 @@ import sysconfig
 import pytest
 
 from c_programs import FLAGS, ROOT
-from cells import _time_loop, cuda
+from cells import _family_table, cuda
 
-NAMES = list(_time_loop.FAMILIES)
+NAMES = list(_family_table.FAMILIES)
 
 
 def test_the_names_index_the_table_in_its_order():
-    assert list(_time_loop.FAMILIES.values()) == list(range(len(NAMES)))
+    assert list(_family_table.FAMILIES.values()) == list(range(len(NAMES)))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_family_has_two_phases_exactly_where_some_blocks_multiply_aux(name):
-    fam = _time_loop.family(name)
+    fam = _family_table.family(name)
     assert fam.phases == (2 if fam.h_blocks < fam.gates else 1)
     assert (fam.param_grad is None) == (fam.param_blocks == 0)
     assert fam.recurrent_product or fam.aux_grad_block < 0  # no dL/dWh to keep in aux
@@ -37,7 +37,7 @@ def test_the_kernels_source_defines_the_familys_kernels(name):
     KERNEL_PHASES lists a second phase's kernels exactly for two-phase families."""
     source = cuda.KERNELS_DIR / f"{cuda.KERNEL_SOURCES[name]}.cu"
     assert f"#define CELLS_FAMILY_ROW CELLS_FAMILY_{name.upper()}\n" in source.read_text()
-    second = ("forward_b", "backward_b") if _time_loop.family(name).phases == 2 else ()
+    second = ("forward_b", "backward_b") if _family_table.family(name).phases == 2 else ()
     assert cuda.KERNEL_PHASES[name] == ("forward", "backward", *second)
 
 

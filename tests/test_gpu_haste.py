@@ -14,14 +14,14 @@ import pytest
 
 import cells
 import fake_cupy
-from cells import _cpu, _gpu, _time_loop, cuda
+from cells import _cpu, _family_table, _gpu, cuda
 from gru_reference import F32_FWD_TOL, F32_SEQ_GRAD_TOL, F64_TOL, assert_close
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
 sL, bS, nIn, nOut = 4, 3, 3, 4
 LENGTHS = {"all": None, "mixed": np.array([4, 0, 2], np.int64)}
-FAMILIES = list(_time_loop.FAMILIES)
+FAMILIES = list(_family_table.FAMILIES)
 ZONES = ("none", "one", "each")
 FORWARD = ("h", "hL", "cL", "gates", "c", "aux", "m")
 BACKWARD = ("dLdx", "dLdhI", "dLdcI", "dLdWx", "dLdWh", "dLdb", "dLdP", "dLdWproj")
@@ -38,7 +38,7 @@ def loop_arguments(family, dtype, zone, seed=11):
     has one, cI where it has a cell state; zoneout by `zone`; dL/dh, dL/dhL, and dL/dcL and
     dL/dc where there is a c."""
     rng = np.random.default_rng(seed)
-    fam = _time_loop.family(family)
+    fam = _family_table.family(family)
     G = fam.gates * nOut
 
     def normal(*shape, mean=0.0, scale=0.5):
@@ -109,7 +109,7 @@ def compare(gpu, cpu, names, tol, what):
 @pytest.mark.parametrize("direction", [True, False], ids=["forward", "reverse"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_and_loop_option_matches_the_cpu(family, direction, lengths, zone, dtype):
-    fam = _time_loop.family(family)
+    fam = _family_table.family(family)
     seq = LENGTHS[lengths]
     fwd_args, back_args = loop_arguments(family, dtype, zone)
     ftol, gtol = tolerances(dtype)

@@ -1,5 +1,5 @@
-"""The backward's weight gradients (cells/_loops.pxd, weight_grad): each thread's gradient of a
-weight is one product over every step, on cells' gemm_tn (include/cells/panel.h) where it holds
+"""The backward's weight gradients (cells/_small_loops.pxd, weight_grad): each thread's gradient
+of a weight is one product over every step, on cells' gemm_tn (include/cells/panel.h) where it holds
 at most TN_C_BYTES, on BLAS above. The other tests' weights are small enough for gemm_tn alone;
 here nIn is large enough that dL/dWx goes to BLAS while dL/dWh stays on gemm_tn, in one call:
 the LSTM (weights [nIn, G] C-ordered, or F-ordered: PyTorch's layout, read transposed) and the LLTM

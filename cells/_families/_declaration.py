@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple
 
-from cells import _time_loop
+from cells import _family_table
 
 
 class Dims(NamedTuple):
@@ -103,13 +103,13 @@ class Family(NamedTuple):
         """Gate blocks of nOut columns in the weights, from the C table (the gemm FLOPs of a
         step: 2·bS·(nIn + nOut)·gates·nOut)."""
         row = next(iter(self.variants.values()))[0]
-        return _time_loop.family(row).gates
+        return _family_table.family(row).gates
 
     def product_inputs(self, nIn, nOut):
         """The inputs a step's products sum over per gate column: nIn + nOut, or nIn alone for
         a family with no recurrent product (the C table's recurrent_product)."""
         row = next(iter(self.variants.values()))[0]
-        return nIn + (nOut if _time_loop.family(row).recurrent_product else 0)
+        return nIn + (nOut if _family_table.family(row).recurrent_product else 0)
 
     def shapes(self, dims):
         """{argument name: its shape} for `dims`, in argument order."""

@@ -3,7 +3,8 @@
 The loop's "lstm" row takes the face's Wr as its Wh, the peepholes Wp as its P, the cell clip
 as a bound (+inf: none) and the activations as (code, alpha, beta) triples.
 """
-from cells import _arrays, _time_loop
+from cells import _arrays
+from cells._family_table import LSTM_ACTIVATIONS
 from cells._families._declaration import (
     Argument, Family, TorchOperator, initial_state, kernel_clip, state_shape, x_shape, zoned,
 )
@@ -26,7 +27,7 @@ FAMILY = Family(
                         optional_workspace={"m": "Wproj"}))
 
 # The LSTM's default activations, as the loop takes them.
-ACTIVATIONS = _time_loop.LSTM_ACTIVATIONS
+ACTIVATIONS = LSTM_ACTIVATIONS
 
 
 def forward(backend, dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads,

@@ -9,7 +9,7 @@
  *   family with two phases, cells_kernel_<name>_forward_b_<dtype>, ..._backward_b_<dtype>:
  * one phase of one loop step t, in one of two shapes (no shared memory, no synchronisation).
  * cells/_gpu.py runs the products between them and documents every buffer; the indexing is
- * that of the CPU time loop (cells/_time_loop.pyx, cells/_loop.pxd).
+ * that of the CPU time loop (cells/_time_loop.pyx, cells/_loop_call.pxd).
  *
  *  - Per element (most families): one thread per (batch row, unit) element, bS·nOut threads.
  *    A thread gathers its element's values of every gate block, calls the family's step for
@@ -73,7 +73,7 @@ static __device__ __forceinline__ bool cells_row_thread(long long bS, long long 
     return *row < bS;
 }
 
-/* How many steps a batch row runs (cells/_loops.pxd's row_len). */
+/* How many steps a batch row runs (cells/_small_loops.pxd's row_len). */
 static __device__ __forceinline__ long long cells_row_len(const long long *seq_len,
                                                           long long row, long long sL) {
     return seq_len ? seq_len[row] : sL;

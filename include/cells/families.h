@@ -1,6 +1,7 @@
 /* The cell families of the CPU time loop (cells/_time_loop.pyx): the table of what each one is,
  * its name, and the dispatch to its steps (cells/step.h says what a step is), all generated from
- * the rows of cells/family_rows.h, which says what each field means.
+ * the rows of cells/family_rows.h, which says what each field means. cells/_family_table.pyx
+ * reads the table for Python.
  *
  * Adding a family: a header with its point functions, row loops and steps (as cells/rnn.h),
  * included below; its row and its line in cells/family_rows.h; its GPU kernels in

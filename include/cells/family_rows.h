@@ -1,7 +1,7 @@
 /* The cell families, declared once: one row each, a macro CELLS_FAMILY_<TAG>, and a line
  * X(<TAG>) in CELLS_FAMILY_LIST. Everything else is generated from them: the enum, the table,
  * the names and the step dispatch of the CPU time loop (cells/families.h), Python's view of
- * them (cells/_time_loop.pyx: FAMILIES, family(); cells/cuda.py: KERNEL_SOURCES,
+ * them (cells/_family_table.pyx: FAMILIES, family(); cells/cuda.py: KERNEL_SOURCES,
  * KERNEL_PHASES), and the preprocessor constants of the GPU kernels (cells/kernels/<source>.cu,
  * which read their row's fields with CELLS_FAMILY_<FIELD>(row)).
  *

@@ -1,4 +1,5 @@
-# Small loops of the time loop (cells/_time_loop.pyx) and the families' steps.
+# Small loops of the time loop (cells/_time_loop.pyx): a row's steps and their time indices,
+# sums and copies over units, zoneout, and the products of the weight gradients.
 from libc.stdint cimport int64_t
 
 from cells._blas cimport ACCUMULATE, AS_IS, OVERWRITE, TRANSPOSED, gemm, real

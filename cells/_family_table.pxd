@@ -1,7 +1,8 @@
-# The cell families of the time loop (include/cells/families.h, generated from the rows of
-# include/cells/family_rows.h: the table of what each family is, its name, and the dispatch to
-# its steps, whose signature include/cells/step.h documents), with the step functions
-# dispatched on the fused type `real`.
+# The cell families' table and the dispatch to their steps (include/cells/families.h, generated
+# from the rows of include/cells/family_rows.h: what each family is, its name, and the dispatch
+# to its steps, whose signature include/cells/step.h documents), with the step functions
+# dispatched on the fused type `real`. cells/_family_table.pyx reads the table for Python; the
+# time loop (cells/_time_loop.pyx) reads it and runs the steps.
 from cells._blas cimport real
 
 cdef extern from "cells/families.h" nogil:

@@ -15,7 +15,7 @@
 # still multiplies).
 from libc.stdint cimport int64_t
 
-from cells._families cimport cells_step_options
+from cells._family_table cimport cells_step_options
 from cells._panels cimport PackedWeights, Rows, RowScratch
 from cells._team cimport cells_claims
 
