@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from cells import _arrays
+from cells._families._declaration import Dims
 
 REAL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -82,25 +83,41 @@ def gemm_dims(**dims):
             raise ValueError(f"{name} = {n} is larger than BLAS's 32-bit limit {MAX_GEMM_DIM}")
 
 
-def gated_weights(x, hI, Wx, Wh, b, gates, x_ndim, optional=(), **grads):
-    """The checks of a family with weights Wx [nIn, G], Wh [nOut, G] and b [G] or [2, G] (rows
-    bx, bh), G = gates·nOut (the GRU: 3, the RNN: 1), against x [sL, bS, nIn] (a cell's
-    [bS, nIn] when x_ndim = 2) and hI [bS, nOut]; the gradients `grads` are arrays too (those
-    named in `optional` may be None). Returns (sL, bS, nIn, nOut), sL = 1 for a cell."""
-    real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, **grads)
+def arguments(declared, x_ndim=3, optional=(), **arrays):
+    """The checks of a call of the family `declared` (a cells/_families/ declaration): its
+    arguments (by their declared names, in any order) and the gradients among `arrays` are
+    arrays (those named in `optional` may be None: real_arrays), x is [sL, bS, nIn] (a cell's
+    [bS, nIn] when x_ndim = 2) and the first state [bS, nOut]; then each state and each weight
+    has its declared shape (a weight with rows may leave its first dimension out), and the
+    products' sizes fit BLAS. Returns Dims(sL, bS, nIn, nOut), sL = 1 for a cell."""
+    named = {a.name: arrays.pop(a.name) for a in declared.arguments}
+    real_arrays(optional=optional, **named, **arrays)
+    x = named["x"]
+    states = [a for a in declared.arguments if a.kind == "state"]
     ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
-    ndim("hI", hI, 2, "[bS, nOut]")
+    ndim(states[0].name, named[states[0].name], 2, states[0].meaning())
     sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
-    nOut = hI.shape[1]
-    G, cols = gates * nOut, f"{gates}*nOut" if gates > 1 else "nOut"
-    shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
-    shape("Wx", Wx, (nIn, G), f"[nIn, {cols}]")
-    shape("Wh", Wh, (nOut, G), f"[nOut, {cols}]")
-    if b.shape not in ((G,), (2, G)):
-        raise ValueError(f"b: expected shape {(G,)} = [{cols}] or {(2, G)} = [2, {cols}] "
-                         f"(rows bx, bh), got {b.shape}")
-    gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, cols: G})
-    return sL, bS, nIn, nOut
+    dims = Dims(sL, bS, nIn, named[states[0].name].shape[1])
+    for k, a in enumerate(states):
+        origin = " (bS from x)" if k == 0 else ""
+        shape(a.name, named[a.name], a.shape(dims), a.meaning() + origin)
+    for a in declared.arguments:
+        if a.kind == "weight":
+            _weight(a, named[a.name], dims)
+    gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn,
+                 times(declared.gates, "nOut"): declared.gates * dims.nOut})
+    return dims
+
+
+def _weight(declared, a, dims):
+    """Check a weight's shape against its declaration (Argument)."""
+    expected = declared.shape(dims)
+    if not declared.rows:
+        shape(declared.name, a, expected, declared.meaning())
+    elif a.shape not in (expected[1:], expected):
+        raise ValueError(f"{declared.name}: expected shape {expected[1:]} = "
+                         f"[{', '.join(declared.sizes[1:])}] or {expected} = "
+                         f"{declared.meaning()} ({declared.rows}), got {a.shape}")
 
 
 def output_grads(sL, bS, nOut, dLdh, width="nOut", **final_state_grads):

@@ -211,7 +211,7 @@ def gruCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     ((2, 12), (2, 4))
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
-    dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2)
+    dims = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, x_ndim=2)
     h, gates, _ = family.forward(_backend.of(x), dims, x[None], hI, Wx, Wh, b, lbr, True,
                                  check_n_threads(n_threads))
     return GruCellResult(gates[0], h[0])
@@ -262,7 +262,7 @@ def gruCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     ((2, 3), (4, 12), (12,))
     """
     lbr = check.flag("linear_before_reset", linear_before_reset)
-    dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=2, dLdh=dLdh)
+    dims = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, *grads = family.backward(_backend.of(x), dims, x[None], hI, Wx, Wh, b, lbr, None,
                                    dLdh[None], None, None, check_n_threads(n_threads))
@@ -340,7 +340,7 @@ def gruTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
     lbr = check.flag("linear_before_reset", linear_before_reset)
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
+    dims = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, gates, hc = family.forward(_backend.of(x), dims, x, hI, Wx, Wh, b, lbr, keep,
                                   check_n_threads(n_threads), lengths, fwd)
@@ -413,9 +413,8 @@ def gruTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
     lbr = check.flag("linear_before_reset", linear_before_reset)
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    dims = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3,
-                               optional=("dLdh", "dLdhLast"), dLdh=dLdh,
-                               dLdhLast=dLdhLast)
+    dims = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b,
+                           optional=("dLdh", "dLdhLast"), dLdh=dLdh, dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS, x)
@@ -607,7 +606,7 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, linear_before_rese
     check.ndim("Wx", Wx, 2, "[nIn, 3*nOut]")
     check.ndim("Wh", Wh, 2, "[nOut, 3*nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0])
-    _, _, nIn, nOut = check.gated_weights(x, hI, Wx, Wh, b, 3, x_ndim=3)
+    _, _, nIn, nOut = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b)
     bx, bhc = family.split_bias(np, b, nOut, lbr)
     return prepare_net("gru", GruState, options, family.loop_row(lbr), nIn, nOut, Wx.dtype, Wx=Wx,
                        Wh=Wh, b=bx, P=bhc)

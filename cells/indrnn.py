@@ -22,6 +22,7 @@ import numpy as np
 from cells import _backend
 from cells import _validate as check
 from cells._families import _haste
+from cells._families.indrnn import FAMILY
 from cells._prepared import PreparedNet, RnnState, prepare_net, weights_option
 from cells._threads import check_n_threads
 
@@ -120,7 +121,7 @@ def indRnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, u: np.ndarray,
     """
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    dims = _checked(x, hI, Wx, u, b)
+    dims = check.arguments(FAMILY, x=x, hI=hI, Wx=Wx, u=u, b=b)
     sL, bS, _, nOut = dims
     lengths = check.seq_len(seq_len, sL, bS, x)
     zone = check.zoneout(zoneout, sL, bS, nOut, x)
@@ -181,8 +182,8 @@ def indRnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, u: np.ndarra
     """
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    dims = _checked(x, hI, Wx, u, b, optional=("dLdh", "dLdhLast"), dLdh=dLdh,
-                    dLdhLast=dLdhLast)
+    dims = check.arguments(FAMILY, x=x, hI=hI, Wx=Wx, u=u, b=b, optional=("dLdh", "dLdhLast"),
+                           dLdh=dLdh, dLdhLast=dLdhLast)
     sL, bS, _, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS, x)
@@ -243,21 +244,6 @@ def prepare(Wx: np.ndarray, u: np.ndarray, b: np.ndarray, *, zoneout: Optional[f
     check.ndim("Wx", Wx, 2, "[nIn, nOut]")
     check.ndim("u", u, 1, "[nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], u.shape[0])
-    _, _, nIn, nOut = _checked(x, hI, Wx, u, b)
+    _, _, nIn, nOut = check.arguments(FAMILY, x=x, hI=hI, Wx=Wx, u=u, b=b)
     return prepare_net("indrnn", RnnState, options, "indrnn", nIn, nOut, Wx.dtype, Wx=Wx,
                        b=np.ascontiguousarray(b), P=u, zoneout=zoneout)
-
-
-def _checked(x, hI, Wx, u, b, optional=(), **grads):
-    """Check the arguments; return (sL, bS, nIn, nOut)."""
-    check.real_arrays(optional=optional, x=x, hI=hI, Wx=Wx, u=u, b=b, **grads)
-    check.ndim("x", x, 3, "[sL, bS, nIn]")
-    check.ndim("hI", hI, 2, "[bS, nOut]")
-    sL, bS, nIn = x.shape
-    nOut = hI.shape[1]
-    check.shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
-    check.shape("Wx", Wx, (nIn, nOut), "[nIn, nOut]")
-    check.shape("u", u, (nOut,), "[nOut]")
-    check.shape("b", b, (nOut,), "[nOut]")
-    check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "nOut": nOut})
-    return (sL, bS, nIn, nOut)

@@ -30,7 +30,7 @@ import numpy as np
 from cells import _backend
 from cells import _validate as check
 from cells._families import _haste
-from cells._families.layer_norm_gru import GATES, loop_params, param_grads
+from cells._families.layer_norm_gru import FAMILY, GATES, loop_params, param_grads
 from cells._prepared import GruState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 
@@ -279,18 +279,6 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, bh: np.ndarray, gamma
 
 def _checked(x, Wx, Wh, b, bh, gamma, hI, optional=(), **grads):
     """Check the arguments; return (dims, P), P the time loop's (loop_params)."""
-    check.real_arrays(optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, bh=bh, gamma=gamma,
-                      hI=hI, **grads)
-    check.ndim("x", x, 3, "[sL, bS, nIn]")
-    check.ndim("hI", hI, 2, "[bS, nOut]")
-    sL, bS, nIn = x.shape
-    nOut = hI.shape[1]
-    G = GATES * nOut
-    check.shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
-    check.shape("Wx", Wx, (nIn, G), "[nIn, 3*nOut]")
-    check.shape("Wh", Wh, (nOut, G), "[nOut, 3*nOut]")
-    check.shape("b", b, (G,), "[3*nOut]")
-    check.shape("bh", bh, (G,), "[3*nOut]")
-    check.shape("gamma", gamma, (2, G), "[2, 3*nOut]")
-    check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "3*nOut": G})
-    return (sL, bS, nIn, nOut), loop_params(b, bh, gamma)
+    dims = check.arguments(FAMILY, optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, bh=bh,
+                           gamma=gamma, hI=hI, **grads)
+    return dims, loop_params(b, bh, gamma)

@@ -29,7 +29,7 @@ import numpy as np
 from cells import _backend
 from cells import _validate as check
 from cells._families import _haste
-from cells._families.layer_norm_lstm import GATES, loop_params, param_grads
+from cells._families.layer_norm_lstm import FAMILY, GATES, loop_params, param_grads
 from cells._prepared import LstmState, PreparedNet, prepare_net, weights_option
 from cells._threads import check_n_threads
 
@@ -315,20 +315,6 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, gamma: np.ndarray,
 
 def _checked(x, Wx, Wh, b, gamma, gamma_h, beta_h, hI, cI, optional=(), **grads):
     """Check the arguments; return (dims, P), P the time loop's (loop_params)."""
-    check.real_arrays(optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, gamma=gamma,
-                      gamma_h=gamma_h, beta_h=beta_h, hI=hI, cI=cI, **grads)
-    check.ndim("x", x, 3, "[sL, bS, nIn]")
-    check.ndim("hI", hI, 2, "[bS, nOut]")
-    sL, bS, nIn = x.shape
-    nOut = hI.shape[1]
-    G = GATES * nOut
-    check.shape("hI", hI, (bS, nOut), "[bS, nOut] (bS from x)")
-    check.shape("cI", cI, (bS, nOut), "[bS, nOut]")
-    check.shape("Wx", Wx, (nIn, G), "[nIn, 4*nOut]")
-    check.shape("Wh", Wh, (nOut, G), "[nOut, 4*nOut]")
-    check.shape("b", b, (G,), "[4*nOut]")
-    check.shape("gamma", gamma, (2, G), "[2, 4*nOut]")
-    check.shape("gamma_h", gamma_h, (nOut,), "[nOut]")
-    check.shape("beta_h", beta_h, (nOut,), "[nOut]")
-    check.gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, "4*nOut": G})
-    return (sL, bS, nIn, nOut), loop_params(b, gamma, gamma_h, beta_h)
+    dims = check.arguments(FAMILY, optional=optional, x=x, Wx=Wx, Wh=Wh, b=b, gamma=gamma,
+                           gamma_h=gamma_h, beta_h=beta_h, hI=hI, cI=cI, **grads)
+    return dims, loop_params(b, gamma, gamma_h, beta_h)

@@ -140,7 +140,7 @@ def rnnCell(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: np
     (2, 4)
     """
     act = _activation(activation)
-    dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2)
+    dims = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, x_ndim=2)
     h, _, _ = family.forward(_backend.of(x), dims, x[None], hI, Wx, Wh, b, act, False,
                              check_n_threads(n_threads))
     return h[0]
@@ -191,7 +191,7 @@ def rnnCellBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b: 
     (3, 4)
     """
     act = _activation(activation)
-    dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=2, dLdh=dLdh)
+    dims = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b, x_ndim=2, dLdh=dLdh)
     check.shape("dLdh", dLdh, hI.shape, "[bS, nOut]")
     dLdx, *grads = family.backward(_backend.of(x), dims, x[None], hI, Wx, Wh, b, act, None,
                                    dLdh[None], None, check_n_threads(n_threads))
@@ -261,7 +261,7 @@ def rnnTimeLoop(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray, b
     act = _activation(activation)
     keep = check.flag("return_workspace", return_workspace)
     fwd = check.flag("forward", forward)
-    dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
+    dims = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b)
     lengths = check.seq_len(seq_len, dims[0], dims[1], x)
     h, _, gates = family.forward(_backend.of(x), dims, x, hI, Wx, Wh, b, act, keep,
                                  check_n_threads(n_threads), lengths, fwd)
@@ -329,9 +329,8 @@ def rnnTimeLoopBp(x: np.ndarray, hI: np.ndarray, Wx: np.ndarray, Wh: np.ndarray,
     act = _activation(activation)
     fwd = check.flag("forward", forward)
     input_grad = check.flag("input_grad", input_grad)
-    dims = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3,
-                               optional=("dLdh", "dLdhLast"), dLdh=dLdh,
-                               dLdhLast=dLdhLast)
+    dims = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b,
+                           optional=("dLdh", "dLdhLast"), dLdh=dLdh, dLdhLast=dLdhLast)
     sL, bS, nIn, nOut = dims
     check.output_grads(sL, bS, nOut, dLdh, dLdhLast=dLdhLast)
     lengths = check.seq_len(seq_len, sL, bS, x)
@@ -402,7 +401,7 @@ def prepare(Wx: np.ndarray, Wh: np.ndarray, b: np.ndarray, *, activation: str = 
     check.ndim("Wx", Wx, 2, "[nIn, nOut]")
     check.ndim("Wh", Wh, 2, "[nOut, nOut]")
     x, hI = check.no_inputs(Wx.dtype, Wx.shape[0], Wh.shape[0])
-    _, _, nIn, nOut = check.gated_weights(x, hI, Wx, Wh, b, 1, x_ndim=3)
+    _, _, nIn, nOut = check.arguments(family.FAMILY, x=x, hI=hI, Wx=Wx, Wh=Wh, b=b)
     return prepare_net("rnn", RnnState, options, "rnn", nIn, nOut, Wx.dtype, Wx=Wx, Wh=Wh,
                        b=family.loop_bias(b), activation=family.ACTIVATIONS[act])
 

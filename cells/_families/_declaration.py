@@ -28,10 +28,35 @@ class Dims(NamedTuple):
 class Argument(NamedTuple):
     """A positional array argument of a family's time loop (and of its backward, which takes
     the same ones first): its name, its kind ("input", "state" or "weight": what the checks
-    draw for it) and its shape as a function of Dims."""
+    draw for it) and its sizes, each written in the dimensions ("nIn", "3*nOut", "nOut+nIn",
+    "2"): its shape, and what an error message spells it as (cells._validate.arguments).
+
+    rows: for a weight whose first dimension may be left out, what its rows are ("rows bx,
+    bh": a bias [G] or [2, G], whose two rows are summands); "" for the others.
+    """
     name: str
     kind: str
-    shape: Callable[[Dims], tuple]
+    sizes: tuple
+    rows: str = ""
+
+    def shape(self, dims):
+        """The shape for `dims` (a Dims)."""
+        return tuple(size(expression, dims) for expression in self.sizes)
+
+    def meaning(self):
+        """The shape in the dimensions' names: "[nIn, 3*nOut]"."""
+        return f"[{', '.join(self.sizes)}]"
+
+
+def size(expression, dims):
+    """The value of a size written in the dimensions: a sum of terms, each a dimension, a
+    number, or a number times a dimension ("nOut+nIn", "3*nOut", "2")."""
+    total = 0
+    for term in expression.split("+"):
+        factor, _, name = term.rpartition("*")
+        value = int(name) if name.isdigit() else getattr(dims, name)
+        total += int(factor or 1) * value
+    return total
 
 
 class TorchOperator(NamedTuple):
@@ -129,14 +154,9 @@ class Family(NamedTuple):
                 for result, keyword in self.final_states}
 
 
-def x_shape(d):
-    """x [sL, bS, nIn]."""
-    return (d.sL, d.bS, d.nIn)
-
-
-def state_shape(d):
-    """A state [bS, nOut]."""
-    return (d.bS, d.nOut)
+# x, and a state: every family's first argument and its states.
+X = ("sL", "bS", "nIn")
+STATE = ("bS", "nOut")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ that sits inside r∘(hPrev·Wh_c + bh_c) (linear_before_reset only).
 """
 from cells import _arrays
 from cells._families._declaration import (
-    LAST_STEP, Argument, Family, TorchOperator, no_fields, state_shape, x_shape, zoned,
+    LAST_STEP, Argument, Family, TorchOperator, no_fields, STATE, X, zoned,
 )
 
 FAMILY = Family(
@@ -15,10 +15,10 @@ FAMILY = Family(
               "linear_before_reset": ("gru_linear_before_reset",
                                       {"linear_before_reset": True})},
     time_loop="gruTimeLoop", time_loop_bp="gruTimeLoopBp",
-    arguments=(Argument("x", "input", x_shape), Argument("hI", "state", state_shape),
-               Argument("Wx", "weight", lambda d: (d.nIn, 3 * d.nOut)),
-               Argument("Wh", "weight", lambda d: (d.nOut, 3 * d.nOut)),
-               Argument("b", "weight", lambda d: (2, 3 * d.nOut))),
+    arguments=(Argument("x", "input", X), Argument("hI", "state", STATE),
+               Argument("Wx", "weight", ("nIn", "3*nOut")),
+               Argument("Wh", "weight", ("nOut", "3*nOut")),
+               Argument("b", "weight", ("2", "3*nOut"), rows="rows bx, bh")),
     outputs=("h",), final_states=((LAST_STEP, "dLdhLast"),),
     grads=("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"),
     workspace=("h", "gates", "hc"), consumed=("gates", "hc"),

@@ -1,7 +1,7 @@
 """haste's LayerNorm GRU (cells.layer_norm_gru): its declaration, and its parameters as the time
 loop's P and back (the loop itself: cells/_families/_haste.py)."""
 from cells import _arrays
-from cells._families._declaration import LAST_STEP, Argument, Family, state_shape, x_shape
+from cells._families._declaration import LAST_STEP, Argument, Family, STATE, X
 
 GATES = 3
 
@@ -9,13 +9,13 @@ FAMILY = Family(
     name="layer_norm_gru",
     variants={"-": ("layer_norm_gru", {})},
     time_loop="layerNormGruTimeLoop", time_loop_bp="layerNormGruTimeLoopBp",
-    arguments=(Argument("x", "input", x_shape),
-               Argument("Wx", "weight", lambda d: (d.nIn, 3 * d.nOut)),
-               Argument("Wh", "weight", lambda d: (d.nOut, 3 * d.nOut)),
-               Argument("b", "weight", lambda d: (3 * d.nOut,)),
-               Argument("bh", "weight", lambda d: (3 * d.nOut,)),
-               Argument("gamma", "weight", lambda d: (2, 3 * d.nOut)),
-               Argument("hI", "state", state_shape)),
+    arguments=(Argument("x", "input", X),
+               Argument("Wx", "weight", ("nIn", "3*nOut")),
+               Argument("Wh", "weight", ("nOut", "3*nOut")),
+               Argument("b", "weight", ("3*nOut",)),
+               Argument("bh", "weight", ("3*nOut",)),
+               Argument("gamma", "weight", ("2", "3*nOut")),
+               Argument("hI", "state", STATE)),
     outputs=("h",), final_states=((LAST_STEP, "dLdhLast"),),
     grads=("dLdx", "dLdWx", "dLdWh", "dLdb", "dLdbh", "dLdgamma", "dLdhI"),
     workspace=("h", "gates", "aux"), consumed=("gates", "aux"), torch=None)

@@ -1,7 +1,7 @@
 """haste's LayerNorm LSTM (cells.layer_norm_lstm): its declaration, and its parameters as the
 time loop's P and back (the loop itself: cells/_families/_haste.py)."""
 from cells import _arrays
-from cells._families._declaration import Argument, Family, state_shape, x_shape
+from cells._families._declaration import Argument, Family, STATE, X
 
 GATES = 4
 
@@ -9,14 +9,14 @@ FAMILY = Family(
     name="layer_norm_lstm",
     variants={"-": ("layer_norm_lstm", {})},
     time_loop="layerNormLstmTimeLoop", time_loop_bp="layerNormLstmTimeLoopBp",
-    arguments=(Argument("x", "input", x_shape),
-               Argument("Wx", "weight", lambda d: (d.nIn, 4 * d.nOut)),
-               Argument("Wh", "weight", lambda d: (d.nOut, 4 * d.nOut)),
-               Argument("b", "weight", lambda d: (4 * d.nOut,)),
-               Argument("gamma", "weight", lambda d: (2, 4 * d.nOut)),
-               Argument("gamma_h", "weight", lambda d: (d.nOut,)),
-               Argument("beta_h", "weight", lambda d: (d.nOut,)),
-               Argument("hI", "state", state_shape), Argument("cI", "state", state_shape)),
+    arguments=(Argument("x", "input", X),
+               Argument("Wx", "weight", ("nIn", "4*nOut")),
+               Argument("Wh", "weight", ("nOut", "4*nOut")),
+               Argument("b", "weight", ("4*nOut",)),
+               Argument("gamma", "weight", ("2", "4*nOut")),
+               Argument("gamma_h", "weight", ("nOut",)),
+               Argument("beta_h", "weight", ("nOut",)),
+               Argument("hI", "state", STATE), Argument("cI", "state", STATE)),
     outputs=("h", "hL", "cL"), final_states=(("hL", "dLdhL"), ("cL", "dLdcL")),
     grads=("dLdx", "dLdWx", "dLdWh", "dLdb", "dLdgamma", "dLdgamma_h", "dLdbeta_h", "dLdhI",
            "dLdcI"),

@@ -5,17 +5,17 @@ row reads them.
 """
 from cells import _arrays
 from cells._families._declaration import (
-    Argument, Family, TorchOperator, initial_state, no_fields, state_shape, x_shape,
+    Argument, Family, TorchOperator, initial_state, no_fields, STATE, X,
 )
 
 FAMILY = Family(
     name="lltm",
     variants={"-": ("lltm", {})},
     time_loop="lltmTimeLoop", time_loop_bp="lltmTimeLoopBp",
-    arguments=(Argument("x", "input", x_shape),
-               Argument("W", "weight", lambda d: (3 * d.nOut, d.nOut + d.nIn)),
-               Argument("b", "weight", lambda d: (3 * d.nOut,)),
-               Argument("hI", "state", state_shape), Argument("cI", "state", state_shape)),
+    arguments=(Argument("x", "input", X),
+               Argument("W", "weight", ("3*nOut", "nOut+nIn")),
+               Argument("b", "weight", ("3*nOut",)),
+               Argument("hI", "state", STATE), Argument("cI", "state", STATE)),
     outputs=("h", "hL", "cL"), final_states=(("hL", "dLdhL"), ("cL", "dLdcL")),
     grads=("dLdx", "dLdW", "dLdb", "dLdhI", "dLdcI"),
     workspace=("h", "gates", "c"), consumed=("gates",),

@@ -6,18 +6,18 @@ as a bound (+inf: none) and the activations as (code, alpha, beta) triples.
 from cells import _arrays
 from cells._family_table import LSTM_ACTIVATIONS
 from cells._families._declaration import (
-    Argument, Family, TorchOperator, initial_state, kernel_clip, state_shape, x_shape, zoned,
+    Argument, Family, TorchOperator, initial_state, kernel_clip, STATE, X, zoned,
 )
 
 FAMILY = Family(
     name="lstm",
     variants={"-": ("lstm", {})},
     time_loop="lstmLayerTimeLoop", time_loop_bp="lstmLayerTimeLoopBp",
-    arguments=(Argument("x", "input", x_shape),
-               Argument("Wx", "weight", lambda d: (d.nIn, 4 * d.nOut)),
-               Argument("Wr", "weight", lambda d: (d.nOut, 4 * d.nOut)),
-               Argument("b", "weight", lambda d: (4 * d.nOut,)),
-               Argument("hI", "state", state_shape), Argument("cI", "state", state_shape)),
+    arguments=(Argument("x", "input", X),
+               Argument("Wx", "weight", ("nIn", "4*nOut")),
+               Argument("Wr", "weight", ("nOut", "4*nOut")),
+               Argument("b", "weight", ("4*nOut",)),
+               Argument("hI", "state", STATE), Argument("cI", "state", STATE)),
     outputs=("h", "hL", "cL"), final_states=(("hL", "dLdhL"), ("cL", "dLdcL")),
     grads=("dLdx", "dLdWx", "dLdWr", "dLdb", "dLdhI", "dLdcI"),
     workspace=("h", "c", "gates", "m"), consumed=("gates",),

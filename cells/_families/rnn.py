@@ -4,7 +4,7 @@ The loop's "rnn" row takes one bias, bx + bh, and the activation as libnd4j's co
 """
 from cells import _arrays
 from cells._families._declaration import (
-    LAST_STEP, Argument, Family, TorchOperator, state_shape, x_shape,
+    LAST_STEP, Argument, Family, TorchOperator, STATE, X,
 )
 
 FAMILY = Family(
@@ -12,10 +12,10 @@ FAMILY = Family(
     variants={"tanh": ("rnn", {"activation": "tanh"}),
               "relu": ("rnn", {"activation": "relu"})},
     time_loop="rnnTimeLoop", time_loop_bp="rnnTimeLoopBp",
-    arguments=(Argument("x", "input", x_shape), Argument("hI", "state", state_shape),
-               Argument("Wx", "weight", lambda d: (d.nIn, d.nOut)),
-               Argument("Wh", "weight", lambda d: (d.nOut, d.nOut)),
-               Argument("b", "weight", lambda d: (2, d.nOut))),
+    arguments=(Argument("x", "input", X), Argument("hI", "state", STATE),
+               Argument("Wx", "weight", ("nIn", "nOut")),
+               Argument("Wh", "weight", ("nOut", "nOut")),
+               Argument("b", "weight", ("2", "nOut"), rows="rows bx, bh")),
     outputs=("h",), final_states=((LAST_STEP, "dLdhLast"),),
     grads=("dLdx", "dLdhI", "dLdWx", "dLdWh", "dLdb"),
     workspace=("h", "gates"), consumed=("gates",),
