@@ -9,7 +9,7 @@ threads) in a fresh process per checkout with PYTHONPATH=<checkout>, alternately
 NEW ..., --rounds rounds), so that a drift of the machine spreads over both. Options other
 than --rounds and --out go to timing.py (--family, --shapes, --threads, --repeats). Each run
 must import cells from its own checkout (build it there with `python setup.py build_ext
---inplace`), and that cells must declare its families in cells/_families.py (families.py reads
+--inplace`), and that cells must declare its families in cells._families (families.py reads
 them). Per case it prints the median of all samples of each checkout and the ratio new / old
 (above 1: new is slower), then the geometric mean of the ratios; families that only one
 checkout has are listed. The default grid takes about 3 minutes on an idle 2-core machine.

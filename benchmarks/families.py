@@ -3,7 +3,7 @@
 outputs are compared. FAMILIES holds them by name; everything else in the benchmarks is written
 once for all families.
 
-What cells declares of a family (cells/_families.py: its time loop's arguments and shapes,
+What cells declares of a family (cells/_families/: its time loop's arguments and shapes,
 results, variants, gate blocks) is read from the declaration; this module adds what only the
 benchmarks know (the NumPy, PyTorch and ONNX versions). The cells functions of a family are
 looked up by name when they are first used, so that the benchmarks run on a cells from before
@@ -225,7 +225,7 @@ def _onnx_rnn(inp, *, activation):
 # ----------------------------------------------------------------------------------------------
 
 def declared(name, **benchmarks):
-    """The Family of cells' declared family `name` (cells/_families.py), with the fields only
+    """The Family of cells' declared family `name` (cells/_families/), with the fields only
     the benchmarks know (`benchmarks`)."""
     family = _families.FAMILIES[name]
     return Family(

@@ -3,7 +3,9 @@
 Errors name the argument, say what was expected and what was given: a TypeError for a wrong
 kind of object or dtype, a ValueError for a wrong shape or value.
 """
+import functools
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,39 +24,29 @@ def real_arrays(optional=(), **arrays):
 
     No array is converted: a list, None for a required array, an integer array, a mix of
     float32 and float64 is a TypeError naming the argument; so is, after those checks, the
-    first argument that is a CuPy array where the first array is not, or the other way round.
+    first argument that is a CuPy array where the first array is not, or the other way round
+    (one call takes NumPy arrays or CuPy arrays).
     """
-    dtype = None
-    first = None
+    first = mixed = None
     for name, a in arrays.items():
         if a is None and name in optional:
             continue
-        if not (isinstance(a, np.ndarray) or _arrays.on_gpu(a)):
+        gpu = type(a) is not np.ndarray and _arrays.on_gpu(a)
+        if not (gpu or isinstance(a, np.ndarray)):
             raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
         if a.dtype not in REAL_DTYPES:
             raise TypeError(f"{name}: expected dtype float32 or float64, got {a.dtype}")
-        if dtype is None:
-            dtype, first = a.dtype, name
-        elif a.dtype != dtype:
-            raise TypeError(
-                f"{name}: expected dtype {dtype} (the dtype of {first}), got {a.dtype}"
-            )
-    one_kind(**arrays)
-
-
-def one_kind(**arrays):
-    """A TypeError naming the first array (None: not given) that is a CuPy array where the
-    first array is not, or the other way round: one call takes NumPy arrays or CuPy arrays."""
-    first = None
-    for name, a in arrays.items():
-        if a is None:
-            continue
         if first is None:
-            first = name, a
-        elif _arrays.on_gpu(a) != _arrays.on_gpu(first[1]):
-            raise TypeError(f"{name}: expected a {_arrays.type_name(first[1])} as {first[0]} "
-                            f"(one call takes NumPy arrays or CuPy arrays, not both), got "
-                            f"{_arrays.type_name(a)}")
+            first, first_gpu = (name, a), gpu
+        elif a.dtype != first[1].dtype:
+            raise TypeError(f"{name}: expected dtype {first[1].dtype} (the dtype of {first[0]}), "
+                            f"got {a.dtype}")
+        elif mixed is None and gpu != first_gpu:
+            mixed = name, a
+    if mixed is not None:
+        raise TypeError(f"{mixed[0]}: expected a {_arrays.type_name(first[1])} as {first[0]} "
+                        f"(one call takes NumPy arrays or CuPy arrays, not both), got "
+                        f"{_arrays.type_name(mixed[1])}")
 
 
 def shape(name, a, expected, meaning):
@@ -85,39 +77,73 @@ def gemm_dims(**dims):
 
 def arguments(declared, x_ndim=3, optional=(), **arrays):
     """The checks of a call of the family `declared` (a cells/_families/ declaration): its
-    arguments (by their declared names, in any order) and the gradients among `arrays` are
-    arrays (those named in `optional` may be None: real_arrays), x is [sL, bS, nIn] (a cell's
-    [bS, nIn] when x_ndim = 2) and the first state [bS, nOut]; then each state and each weight
-    has its declared shape (a weight with rows may leave its first dimension out), and the
-    products' sizes fit BLAS. Returns Dims(sL, bS, nIn, nOut), sL = 1 for a cell."""
-    named = {a.name: arrays.pop(a.name) for a in declared.arguments}
-    real_arrays(optional=optional, **named, **arrays)
-    x = named["x"]
-    states = [a for a in declared.arguments if a.kind == "state"]
+    arguments (by their declared names) and the gradients among `arrays` are arrays of the
+    first one's dtype and kind (those named in `optional` may be None: real_arrays), x is
+    [sL, bS, nIn] (a cell's [bS, nIn] when x_ndim = 2) and the first state [bS, nOut]; then
+    each state and each weight has its declared shape (a weight with rows may leave its first
+    dimension out), and the products' sizes fit BLAS. Returns Dims(sL, bS, nIn, nOut), sL = 1
+    for a cell."""
+    plan = _plan(declared)
+    real_arrays(optional=optional, **arrays)
+    x, first = arrays["x"], plan.states[0]
     ndim("x", x, x_ndim, "[sL, bS, nIn]" if x_ndim == 3 else "[bS, nIn]")
-    ndim(states[0].name, named[states[0].name], 2, states[0].meaning())
+    ndim(first.name, arrays[first.name], 2, first.meaning())
     sL, bS, nIn = x.shape if x_ndim == 3 else (1,) + x.shape
-    dims = Dims(sL, bS, nIn, named[states[0].name].shape[1])
-    for k, a in enumerate(states):
-        origin = " (bS from x)" if k == 0 else ""
-        shape(a.name, named[a.name], a.shape(dims), a.meaning() + origin)
-    for a in declared.arguments:
-        if a.kind == "weight":
-            _weight(a, named[a.name], dims)
-    gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn,
-                 times(declared.gates, "nOut"): declared.gates * dims.nOut})
-    return dims
+    nOut = arrays[first.name].shape[1]
+    states, weights = _expected_shapes(declared.name, bS, nIn, nOut)
+    for a, expected in zip(plan.states, states):
+        if arrays[a.name].shape != expected:
+            origin = " (bS from x)" if a is first else ""
+            shape(a.name, arrays[a.name], expected, a.meaning() + origin)
+    for a, expected in zip(plan.weights, weights):
+        given = arrays[a.name].shape
+        if given != expected and not (a.rows and given == expected[1:]):
+            _wrong_weight(a, given, expected)
+    if max(sL * bS, nIn, plan.gates * nOut) > MAX_GEMM_DIM:
+        gemm_dims(**{"sL*bS": sL * bS, "nIn": nIn, plan.columns: plan.gates * nOut})
+    return Dims(sL, bS, nIn, nOut)
 
 
-def _weight(declared, a, dims):
-    """Check a weight's shape against its declaration (Argument)."""
-    expected = declared.shape(dims)
+class _Plan(NamedTuple):
+    """What arguments() reads of a declaration, once per family: its states and its weights
+    (Arguments, in order), its gate blocks and their columns' name ("3*nOut")."""
+    states: tuple
+    weights: tuple
+    gates: int
+    columns: str
+
+
+_PLANS = {}
+
+
+def _plan(declared):
+    """The _Plan of a declaration, made on its first call."""
+    plan = _PLANS.get(declared.name)
+    if plan is None:
+        plan = _PLANS[declared.name] = _Plan(
+            tuple(a for a in declared.arguments if a.kind == "state"),
+            tuple(a for a in declared.arguments if a.kind == "weight"),
+            declared.gates, times(declared.gates, "nOut"))
+    return plan
+
+
+@functools.lru_cache(maxsize=256)
+def _expected_shapes(name, bS, nIn, nOut):
+    """The shapes of family `name`'s states and weights (in its _Plan's order) for a call of bS
+    rows, nIn inputs and nOut units: worked out once for each size a program calls."""
+    plan, dims = _PLANS[name], Dims(0, bS, nIn, nOut)
+    return (tuple(a.shape(dims) for a in plan.states),
+            tuple(a.shape(dims) for a in plan.weights))
+
+
+def _wrong_weight(declared, given, expected):
+    """The ValueError of a weight of shape `given` where its declaration expects `expected`."""
     if not declared.rows:
-        shape(declared.name, a, expected, declared.meaning())
-    elif a.shape not in (expected[1:], expected):
-        raise ValueError(f"{declared.name}: expected shape {expected[1:]} = "
-                         f"[{', '.join(declared.sizes[1:])}] or {expected} = "
-                         f"{declared.meaning()} ({declared.rows}), got {a.shape}")
+        raise ValueError(f"{declared.name}: expected shape {expected} = {declared.meaning()}, "
+                         f"got {given}")
+    raise ValueError(f"{declared.name}: expected shape {expected[1:]} = "
+                     f"[{', '.join(declared.sizes[1:])}] or {expected} = "
+                     f"{declared.meaning()} ({declared.rows}), got {given}")
 
 
 def output_grads(sL, bS, nOut, dLdh, width="nOut", **final_state_grads):

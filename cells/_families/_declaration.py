@@ -10,6 +10,7 @@ Shapes are written in the time loop's dimensions: sL time steps, bS batch rows, 
 nOut units (the state has nOut columns; the LSTM's projection, an option, is not part of the
 declared shapes).
 """
+import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -41,22 +42,30 @@ class Argument(NamedTuple):
 
     def shape(self, dims):
         """The shape for `dims` (a Dims)."""
-        return tuple(size(expression, dims) for expression in self.sizes)
+        sL, bS, nIn, nOut = dims
+        return tuple([c + a * sL + b * bS + i * nIn + o * nOut
+                      for c, a, b, i, o in coefficients(self.sizes)])
 
     def meaning(self):
         """The shape in the dimensions' names: "[nIn, 3*nOut]"."""
         return f"[{', '.join(self.sizes)}]"
 
 
-def size(expression, dims):
-    """The value of a size written in the dimensions: a sum of terms, each a dimension, a
-    number, or a number times a dimension ("nOut+nIn", "3*nOut", "2")."""
-    total = 0
-    for term in expression.split("+"):
-        factor, _, name = term.rpartition("*")
-        value = int(name) if name.isdigit() else getattr(dims, name)
-        total += int(factor or 1) * value
-    return total
+@functools.cache
+def coefficients(sizes):
+    """Each size of `sizes` (written in the dimensions: a sum of terms, each a dimension, a
+    number, or a number times a dimension: "nOut+nIn", "3*nOut", "2") as its constant and its
+    coefficients of sL, bS, nIn and nOut, worked out once."""
+    result = []
+    for expression in sizes:
+        terms = dict.fromkeys(("1", *Dims._fields), 0)
+        for term in expression.split("+"):
+            factor, _, name = term.rpartition("*")
+            if name.isdigit():
+                factor, name = name, "1"
+            terms[name] += int(factor or 1)
+        result.append(tuple(terms.values()))
+    return tuple(result)
 
 
 class TorchOperator(NamedTuple):
