@@ -7,6 +7,8 @@ The C side declares what a family's step is (include/cells/family_rows.h: its ga
 state, phases, ...); these modules declare how Python calls it. Everything that treats the
 families alike reads FAMILIES instead of listing the families again:
 
+- the faces' shape and dtype checks (cells._validate.arguments, for the families whose faces
+  take their declared arguments);
 - ``python -m cells`` checks and times every family and variant (cells/__main__.py);
 - the benchmarks build their inputs and call cells from them (benchmarks/families.py);
 - the tests hold every declared family to the shared checks (tests/test_families.py says which);
