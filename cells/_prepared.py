@@ -18,7 +18,6 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from cells import _family_table, _time_loop
-from cells import _validate as check
 from cells._arrays import type_name
 from cells._cpu import weights_as_read
 from cells._families._declaration import kernel_clip
@@ -206,60 +205,11 @@ class PreparedNet:
         """
         return self._weights.call(self, x, state, seq_len, out, n_threads)
 
-    def _checked_call(self, x, state, seq_len, out, n_threads):
-        """__call__ with every argument checked (and a non-C-contiguous x or state copied):
-        the calls that PreparedWeights.call's quick checks do not take."""
-        arguments, result = self._checked_run(x, state, seq_len, out)
-        n_threads = (self._call_threads(arguments[1]) if n_threads is None
-                     else check_n_threads(n_threads))
-        self._weights.run(*arguments, n_threads)
-        return result
-
-    def _checked_run(self, x, state, seq_len, out):
-        """A call's arguments checked (a non-C-contiguous x or state copied): run()'s
-        arguments but n_threads, and the NetResult that the run fills in."""
-        dtype = self.dtype
-        if not isinstance(x, np.ndarray):
-            raise TypeError(f"x: expected a numpy.ndarray, got {type_name(x)}")
-        if x.dtype is not dtype and x.dtype != dtype:
-            raise TypeError(f"x: expected dtype {dtype} (the net's), got {x.dtype}")
-        shape = x.shape
-        if len(shape) == 3:
-            sL, bS, nIn = shape
-        elif len(shape) == 2:
-            sL, (bS, nIn) = 1, shape
-        else:
-            raise ValueError(f"x: expected a 3-d array [sL, bS, nIn] or a 2-d array [bS, nIn] "
-                             f"(one step), got shape {shape}")
-        if nIn != self.nIn:
-            raise ValueError(f"x: expected {self.nIn} inputs (the net's nIn) in its last "
-                             f"dimension, got shape {shape}")
-        if state is None:
-            hI = np.zeros((bS, self.nState), dtype)
-            cI = np.zeros((bS, self.nOut), dtype) if self._cell_state else None
-        elif type(state) is self.State:
-            hI = self._state_array("state.h", state[0], bS, self.nState)
-            cI = self._state_array("state.c", state[1], bS, self.nOut) if self._cell_state else None
-        else:
-            self._wrong_state(state)
-        lengths = None if seq_len is None else check.seq_len(seq_len, sL, bS, x)
-        if out is None:
-            h = np.empty(shape[:-1] + (self.nState,), dtype)
-            hL = np.empty((bS, self.nState), dtype)
-            cL = np.empty((bS, self.nOut), dtype) if self._cell_state else None
-        else:
-            h, hL, cL = self._checked_out(out, shape[:-1] + (self.nState,), bS)
-        arguments = (sL, bS, np.ascontiguousarray(x), hI, cI, h, hL, cL, lengths)
-        if out is not None:
-            return arguments, NetResult(h, out[1])
-        return arguments, NetResult(h, self.State(hL, cL) if self._cell_state
-                                    else self.State(hL))
-
-    # -----------------------------------------------------------------------------------------
-
-    def _call_threads(self, bS):
-        """The threads of a call of bS rows without n_threads: the net's n_threads, else
-        _default_threads."""
+    def _threads(self, bS, n_threads):
+        """The threads of a call of bS rows: n_threads checked (check_n_threads); for None, the
+        net's n_threads, else _default_threads."""
+        if n_threads is not None:
+            return check_n_threads(n_threads)
         if self._n_threads is not None:
             return self._n_threads
         return self._default_threads(bS, max_threads)
@@ -276,37 +226,6 @@ class PreparedNet:
                              f"this {self.family} net takes a {self.State.__name__}")
         raise TypeError(f"state: expected a {self.State.__name__} or None, got "
                         f"{type_name(state)}")
-
-    def _state_array(self, name, a, bS, n):
-        """A state's array `a` [bS, n], checked, C-contiguous (a copy of one that is not)."""
-        if not isinstance(a, np.ndarray):
-            raise TypeError(f"{name}: expected a numpy.ndarray, got {type_name(a)}")
-        if a.dtype != self.dtype:
-            raise TypeError(f"{name}: expected dtype {self.dtype} (the net's), got {a.dtype}")
-        if a.shape != (bS, n):
-            raise ValueError(f"{name}: expected shape {(bS, n)} = [bS, "
-                             f"{'nState' if name == 'state.h' else 'nOut'}] (bS from x), got "
-                             f"{a.shape}")
-        return np.ascontiguousarray(a)
-
-    def _checked_out(self, out, h_shape, bS):
-        """(h, hL, cL): out's arrays, checked."""
-        if not (isinstance(out, tuple) and len(out) == 2 and type(out[1]) is self.State):
-            raise TypeError(f"out: expected None or (h, state), state a {self.State.__name__}, "
-                            f"got {type_name(out)}")
-        arrays = [("out.h", out[0], h_shape)]
-        arrays += [(f"out.state.{name}", a, (bS, n))
-                   for name, a, n in zip(out[1]._fields, out[1], (self.nState, self.nOut))]
-        for name, a, shape in arrays:
-            if not isinstance(a, np.ndarray) or a.dtype != self.dtype:
-                raise TypeError(f"{name}: expected a {self.dtype} numpy.ndarray, got "
-                                f"{getattr(a, 'dtype', '')} {type_name(a)}".rstrip())
-            if a.shape != shape or not a.flags.c_contiguous or not a.flags.writeable:
-                raise ValueError(f"{name}: expected a writeable C-contiguous array of shape "
-                                 f"{shape}, got shape {a.shape}"
-                                 f"{'' if a.flags.c_contiguous else ', not C-contiguous'}"
-                                 f"{'' if a.flags.writeable else ', read-only'}")
-        return out[0], out[1][0], (out[1][1] if self._cell_state else None)
 
 
 def call_together(calls, seq_len, ceiling):
@@ -334,10 +253,10 @@ def call_together(calls, seq_len, ceiling):
     threads = max(net._default_threads(x.shape[-2], lambda: each) for net, x, _ in calls)
     if any(net._weights.step_nbytes > threads * _time_loop.L2_BYTES for net, _, _ in calls):
         return one_after_another()
-    checked = [net._checked_run(x, state, seq_len, None) for net, x, state in calls]
-    _time_loop.run_calls([(net._weights, arguments)
-                          for (net, _, _), (arguments, _) in zip(calls, checked)], threads)
-    return [result for _, result in checked]
+    checked = [net._weights.arguments(net, x, state, seq_len, None) for net, x, state in calls]
+    _time_loop.run_calls([(net._weights, arguments[:-1])
+                          for (net, _, _), arguments in zip(calls, checked)], threads)
+    return [arguments[-1] for arguments in checked]
 
 
 def _restore(family, State, loop, options, Wx, Wh, b, P, Wproj):

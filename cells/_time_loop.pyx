@@ -101,6 +101,8 @@ from cells._panels cimport (
 
 import numpy as np
 
+from cells import _validate as check
+from cells._arrays import type_name
 from cells._family_table import FAMILIES, LSTM_ACTIVATIONS
 
 cnp.import_array()
@@ -1773,69 +1775,108 @@ cdef class PreparedWeights:
 
     def call(self, net, x, state, seq_len, out, n_threads):
         """net(x, state, seq_len=seq_len, out=out, n_threads=n_threads) for the net these
-        weights are (cells._prepared.PreparedNet): the common call (x and the state's arrays
-        C-contiguous and of the net's dtype object, no seq_len, n_threads None or an int in range,
-        out None or of the right arrays) checked here, in a few comparisons, and run; any other goes through
-        net._checked_call, which checks everything and says what is wrong."""
+        weights are (cells._prepared.PreparedNet, whose __call__ documents the arguments and
+        their errors): arguments() checks them, then the call runs on the threads asked for,
+        or on the net's choice (n_threads None). A plain int in range is taken as it is; any
+        other value goes to cells._threads.check_n_threads, after the arrays' checks."""
+        sL, bS, x, hI, cI, h, hL, cL, lengths, result = self.arguments(net, x, state, seq_len,
+                                                                       out)
+        if not (type(n_threads) is int and 1 <= n_threads <= CELLS_MAX_THREADS):
+            n_threads = net._threads(bS, n_threads)
+        self.run(sL, bS, x, hI, cI, h, hL, cL, lengths, n_threads)
+        return result
+
+    cpdef tuple arguments(self, net, x, state, seq_len, out):
+        """A call's arguments checked, in order: x, the state, seq_len, out. Returns run()'s
+        arguments but n_threads, (sL, bS, x, hI, cI, h, hL, cL, seq_len), followed by the
+        NetResult the run fills in. An array that is not C-contiguous is copied (but out's,
+        which must be); the common call (every array C-contiguous and of the net's dtype
+        object, no seq_len) passes each check in a comparison or two."""
         cdef cells_family_info fam = cells_families[self.problem.family]
         cdef Py_ssize_t sL, bS, nd
-        cdef cnp.ndarray xa
-        if (seq_len is not None or type(x) is not np.ndarray
-                or not (n_threads is None
-                        or type(n_threads) is int and 1 <= n_threads <= CELLS_MAX_THREADS)):
-            return net._checked_call(x, state, seq_len, out, n_threads)
-        xa = <cnp.ndarray>x
+        if type(x) is not np.ndarray and not isinstance(x, np.ndarray):
+            raise TypeError(f"x: expected a numpy.ndarray, got {type_name(x)}")
+        cdef cnp.ndarray xa = <cnp.ndarray>x
+        if <object>cnp.PyArray_DESCR(xa) is not self.dtype and x.dtype != self.dtype:
+            raise TypeError(f"x: expected dtype {self.dtype} (the net's), got {x.dtype}")
         nd = cnp.PyArray_NDIM(xa)
-        if (<object>cnp.PyArray_DESCR(xa) is not self.dtype or not 2 <= nd <= 3
-                or cnp.PyArray_DIM(xa, nd - 1) != self.nIn or not cnp.PyArray_IS_C_CONTIGUOUS(xa)):
-            return net._checked_call(x, state, seq_len, out, n_threads)
+        if not 2 <= nd <= 3:
+            raise ValueError(f"x: expected a 3-d array [sL, bS, nIn] or a 2-d array [bS, nIn] "
+                             f"(one step), got shape {x.shape}")
+        if cnp.PyArray_DIM(xa, nd - 1) != self.nIn:
+            raise ValueError(f"x: expected {self.nIn} inputs (the net's nIn) in its last "
+                             f"dimension, got shape {x.shape}")
         sL = cnp.PyArray_DIM(xa, 0) if nd == 3 else 1
         bS = cnp.PyArray_DIM(xa, nd - 2)
         State = net.State
         if state is None:
             hI = np.zeros((bS, self.nState), self.dtype)
             cI = np.zeros((bS, self.nOut), self.dtype) if fam.cell_state else None
-        elif (type(state) is State and self._is_state(state, bS, False)):
-            hI = state[0]
-            cI = state[1] if fam.cell_state else None
+        elif type(state) is State:
+            hI = self._state_array("state.h", state[0], bS, self.nState, "nState")
+            cI = (self._state_array("state.c", state[1], bS, self.nOut, "nOut")
+                  if fam.cell_state else None)
         else:
-            return net._checked_call(x, state, seq_len, out, n_threads)
+            net._wrong_state(state)
+        lengths = None if seq_len is None else check.seq_len(seq_len, sL, bS, x)
         if out is None:
             h = np.empty(((sL,) if nd == 3 else ()) + (bS, self.nState), self.dtype)
             hL = np.empty((bS, self.nState), self.dtype)
             cL = np.empty((bS, self.nOut), self.dtype) if fam.cell_state else None
-        elif (isinstance(out, tuple) and len(out) == 2 and type(out[1]) is State
-                and self._is_state(out[1], bS, True)
-                and self._is_array(out[0], nd, sL, bS, self.nState, True)):
-            h, hL = out[0], out[1][0]
-            cL = out[1][1] if fam.cell_state else None
+            result = net.Result(h, State(hL, cL) if fam.cell_state else State(hL))
         else:
-            return net._checked_call(x, state, seq_len, out, n_threads)
-        self.run(sL, bS, x, hI, cI, h, hL, cL, None,
-                 net._call_threads(bS) if n_threads is None else n_threads)
-        if out is not None:
-            return net.Result(h, out[1])
-        return net.Result(h, State(hL, cL) if fam.cell_state else State(hL))
+            if not (isinstance(out, tuple) and len(out) == 2 and type(out[1]) is State):
+                raise TypeError(f"out: expected None or (h, state), state a {State.__name__}, "
+                                f"got {type_name(out)}")
+            h = self._out_array("out.h", out[0], nd, sL, bS, self.nState)
+            hL = self._out_array("out.state.h", out[1][0], 2, 1, bS, self.nState)
+            cL = (self._out_array("out.state.c", out[1][1], 2, 1, bS, self.nOut)
+                  if fam.cell_state else None)
+            result = net.Result(h, out[1])
+        if type(x) is not np.ndarray or not cnp.PyArray_IS_C_CONTIGUOUS(xa):
+            x = np.ascontiguousarray(x)
+        return sL, bS, x, hI, cI, h, hL, cL, lengths, result
 
-    cdef bint _is_state(self, state, Py_ssize_t bS, bint writes):
-        """Whether the arrays of `state` (a State) are [bS, nState] and [bS, nOut] arrays as
-        call() takes them."""
-        cdef cells_family_info fam = cells_families[self.problem.family]
-        return (self._is_array(state[0], 2, 1, bS, self.nState, writes)
-                and (not fam.cell_state or self._is_array(state[1], 2, 1, bS, self.nOut, writes)))
+    cdef object _state_array(self, str name, a, Py_ssize_t bS, Py_ssize_t n, str size):
+        """A state's array `a` [bS, n] (`size` names n), checked, C-contiguous (a copy of one
+        that is not)."""
+        if (type(a) is np.ndarray and <object>cnp.PyArray_DESCR(<cnp.ndarray>a) is self.dtype
+                and cnp.PyArray_NDIM(<cnp.ndarray>a) == 2
+                and cnp.PyArray_DIM(<cnp.ndarray>a, 0) == bS
+                and cnp.PyArray_DIM(<cnp.ndarray>a, 1) == n
+                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)):
+            return a
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name}: expected a numpy.ndarray, got {type_name(a)}")
+        if a.dtype != self.dtype:
+            raise TypeError(f"{name}: expected dtype {self.dtype} (the net's), got {a.dtype}")
+        if a.shape != (bS, n):
+            raise ValueError(f"{name}: expected shape {(bS, n)} = [bS, {size}] (bS from x), got "
+                             f"{a.shape}")
+        return np.ascontiguousarray(a)
 
-    cdef bint _is_array(self, a, Py_ssize_t nd, Py_ssize_t sL, Py_ssize_t bS, Py_ssize_t n,
-                        bint writes):
-        """Whether `a` is a C-contiguous ndarray of the net's dtype object, [sL, bS, n] (nd 3)
-        or [bS, n] (nd 2), and writeable where it is written."""
-        if type(a) is not np.ndarray:
-            return False
-        cdef cnp.ndarray arr = <cnp.ndarray>a
-        return (<object>cnp.PyArray_DESCR(arr) is self.dtype and cnp.PyArray_NDIM(arr) == nd
-                and (nd == 2 or cnp.PyArray_DIM(arr, 0) == sL)
-                and cnp.PyArray_DIM(arr, nd - 2) == bS and cnp.PyArray_DIM(arr, nd - 1) == n
-                and cnp.PyArray_IS_C_CONTIGUOUS(arr)
-                and (not writes or cnp.PyArray_ISWRITEABLE(arr)))
+    cdef object _out_array(self, str name, a, Py_ssize_t nd, Py_ssize_t sL, Py_ssize_t bS,
+                           Py_ssize_t n):
+        """out's array `a`, checked: a writeable C-contiguous array of the net's dtype,
+        [sL, bS, n] (nd 3) or [bS, n] (nd 2)."""
+        if (type(a) is np.ndarray and <object>cnp.PyArray_DESCR(<cnp.ndarray>a) is self.dtype
+                and cnp.PyArray_NDIM(<cnp.ndarray>a) == nd
+                and (nd == 2 or cnp.PyArray_DIM(<cnp.ndarray>a, 0) == sL)
+                and cnp.PyArray_DIM(<cnp.ndarray>a, nd - 2) == bS
+                and cnp.PyArray_DIM(<cnp.ndarray>a, nd - 1) == n
+                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)
+                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a)):
+            return a
+        shape = ((sL,) if nd == 3 else ()) + (bS, n)
+        if not isinstance(a, np.ndarray) or a.dtype != self.dtype:
+            raise TypeError(f"{name}: expected a {self.dtype} numpy.ndarray, got "
+                            f"{getattr(a, 'dtype', '')} {type_name(a)}".rstrip())
+        if a.shape != shape or not a.flags.c_contiguous or not a.flags.writeable:
+            raise ValueError(f"{name}: expected a writeable C-contiguous array of shape "
+                             f"{shape}, got shape {a.shape}"
+                             f"{'' if a.flags.c_contiguous else ', not C-contiguous'}"
+                             f"{'' if a.flags.writeable else ', read-only'}")
+        return a
 
     def run(self, Py_ssize_t sL, Py_ssize_t bS, x, hI, cI, h, hL, cL, seq_len,
             int n_threads):

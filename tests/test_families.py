@@ -1,4 +1,4 @@
-"""Every declared family (cells/_families.py) against the checks that hold for all of them, drawn
+"""Every declared family (cells/_families/) against the checks that hold for all of them, drawn
 from its declaration alone: a family declared there is checked here without a line of this file
 changing.
 

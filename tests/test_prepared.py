@@ -263,12 +263,13 @@ def test_calls_together_give_each_calls_bits(monkeypatch, case, kind):
                 assert_same_result(result, expected, f"{case}, {rows} rows, {total} threads")
         # Groups of 2 and 3 threads, which these small calls do not take by themselves.
         for threads in (2, 3):
-            checked = [net._checked_run(x, state, seq_len, None)
+            checked = [net._weights.arguments(net, x, state, seq_len, None)
                        for net, x, state in zip(nets, xs, states)]
-            run_calls([(net._weights, arguments) for net, (arguments, _) in zip(nets, checked)],
+            run_calls([(net._weights, arguments[:-1]) for net, arguments in zip(nets, checked)],
                       threads)
-            for (_, result), expected in zip(checked, alone):
-                assert_same_result(result, expected, f"{case}, {rows} rows, groups of {threads}")
+            for arguments, expected in zip(checked, alone):
+                assert_same_result(arguments[-1], expected,
+                                   f"{case}, {rows} rows, groups of {threads}")
     assert len(together) == 8
 
 
@@ -494,30 +495,35 @@ def test_the_docstring_examples_run(prepare):
     assert runner.summarize(verbose=False).failed == 0
 
 
-def test_the_common_calls_take_the_quick_checks(monkeypatch):
+def test_the_common_calls_copy_no_array(monkeypatch):
     """x and the state as a server passes them (C-contiguous, the net's dtype), with or without
-    out=, are checked by PreparedWeights.call alone; anything else goes through the full
-    checks (_checked_call)."""
+    out=, n_threads or seq_len, are read where they are; a Fortran-ordered x or state is
+    copied (PreparedWeights.arguments)."""
     net, *_ = make_case("lstm", np.float32)
     rng = np.random.default_rng(13)
     x, state = inputs(net, rng), random_state(net, bS, rng)
     result = net(x, state)
-    slow = []
-    monkeypatch.setattr(type(net), "_checked_call",
-                        lambda self, *args: slow.append(args) or result)
+    copied, ascontiguousarray = [], np.ascontiguousarray
+
+    def recording(a, *args, **kwargs):
+        if np.ndim(a) >= 2:   # not seq_len, which the checks make int64
+            copied.append(np.shape(a))
+        return ascontiguousarray(a, *args, **kwargs)
+    monkeypatch.setattr(np, "ascontiguousarray", recording)
     net(x, state)
     net(x[0], state)
     net(x, None)
     net(x, state, out=result)
     net(x, state, n_threads=2)
-    assert slow == []
     net(x, state, seq_len=np.full(bS, sL))
+    assert copied == []
     net(np.asfortranarray(x), state)
-    assert len(slow) == 2
+    net(x, net.State(np.asfortranarray(state.h), state.c))
+    assert copied == [x.shape, state.h.shape]
 
 
 def test_copied_inputs_give_the_same_bits(dtype):
-    """A non-C-contiguous x or state (copied by the full checks) and a C-contiguous one."""
+    """A non-C-contiguous x or state (copied by the checks) and a C-contiguous one."""
     net, *_ = make_case("gru_reset_before", dtype)
     rng = np.random.default_rng(14)
     x, state = inputs(net, rng), random_state(net, bS, rng)

@@ -12,7 +12,7 @@ from cells import _families
 
 
 def make(family, rng, dims):
-    """Random arguments of a declared family (cells/_families.py) and its consumed buffers."""
+    """Random arguments of a declared family (cells/_families/) and its consumed buffers."""
     args = tuple(rng.standard_normal(a.shape(dims)) for a in family.arguments)
     return args, family.consumed
 
