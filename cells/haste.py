@@ -89,13 +89,11 @@ from cells._families import FAMILIES, _haste, gru, layer_norm_gru, layer_norm_ls
 from cells._threads import on_openmp_pool
 from cells.torch import _recompute as recompute
 from cells.torch._operators import (
-    call_threads, dLdx_like, keep_workspace, needed, no_workspace, register_double_backward,
-    workspace_kept,
+    REAL_DTYPES, call_threads, dLdx_like, keep_workspace, needed, no_workspace,
+    register_double_backward, workspace_kept,
 )
 
 __all__ = ["LSTM", "GRU", "LayerNormLSTM", "LayerNormGRU", "IndRNN"]
-
-_REAL_DTYPES = (torch.float32, torch.float64)
 
 # cells' gate blocks taken from haste's: LSTM (i, f, g, o) from (i, g, f, o), GRU (r, u, c)
 # from (z, r, h) (haste's z is cells' u). Each swaps two blocks, so it is its own inverse.
@@ -114,7 +112,7 @@ def _check_tensor(name, t):
     if not t.is_cpu:
         raise TypeError(f"{name}: expected a CPU tensor, got device {t.device} (cells.haste "
                         f"runs on the CPU; haste_pytorch itself runs CUDA tensors)")
-    if t.dtype not in _REAL_DTYPES:
+    if t.dtype not in REAL_DTYPES:
         raise TypeError(f"{name}: expected dtype torch.float32 or torch.float64, got {t.dtype}")
 
 

@@ -51,6 +51,7 @@ from cells import _backend
 from cells import _validate as check
 from cells._families import lstm as family
 from cells._families._declaration import kernel_clip
+from cells._family_table import LSTM_ACTIVATIONS
 from cells._prepared import (
     LstmState, PreparedNet, lstm_options, prepare_net, weights_option,
 )
@@ -108,7 +109,7 @@ class LstmWorkspace(NamedTuple):
     cell_clip: float
     peepholes: bool
     projected: bool
-    activations: tuple = family.ACTIVATIONS
+    activations: tuple = LSTM_ACTIVATIONS
 
 
 class LstmCellResult(NamedTuple):

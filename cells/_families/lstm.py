@@ -26,12 +26,9 @@ FAMILY = Family(
                                                        "projected": call["Wproj"] is not None},
                         optional_workspace={"m": "Wproj"}))
 
-# The LSTM's default activations, as the loop takes them.
-ACTIVATIONS = LSTM_ACTIVATIONS
-
 
 def forward(backend, dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, keep, n_threads,
-            acts=ACTIVATIONS, zoneout=None, c_steps=False):
+            acts=LSTM_ACTIVATIONS, zoneout=None, c_steps=False):
     """Run the LSTM forward (b, hI, cI, Wp, Wproj may be None; clip is cell_clip, 0: none;
     acts the (code, alpha, beta) of the gate, cell and output activations); nState = nOut,
     or nProj with Wproj [nOut, nProj]. Return (h [sL, bS, nState], hL [bS, nState], cL
@@ -51,7 +48,7 @@ def forward(backend, dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, 
 
 
 def backward(backend, dims, x, Wx, Wr, b, hI, cI, Wp, Wproj, clip, lengths, fwd, saved, dLdh, dLdhL,
-             dLdcL, n_threads, acts=ACTIVATIONS, input_grad=True, zoneout=None, dLdc=None):
+             dLdcL, n_threads, acts=LSTM_ACTIVATIONS, input_grad=True, zoneout=None, dLdc=None):
     """Run the LSTM backward on `saved` = (h, c, gates, m) from forward with keep and the same
     acts (None: run it first); dLdh [sL, bS, nState], dLdhL [bS, nState] and dLdcL [bS, nOut]
     may each be None. Return (dLdx [sL, bS, nIn], dLdWx [nIn, 4nOut], dLdWr [nState, 4nOut],
